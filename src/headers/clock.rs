@@ -1,0 +1,294 @@
+//! The response's own clock, `Date` and `Age`, and the resets measured against it.
+//!
+//! Rate-limit headers carry two kinds of time:
+//! - a countdown ("reset in 30 s"), started when the server generated the response. A response
+//!   read later than that has less left: a cache says how much later in `Age`, and a `Date`
+//!   older than the receipt says so too (RFC 9111 §4.2.3, corrected initial age). Forgetting
+//!   this holds a stale countdown up as fresh, and a gate opens late or, worse, is trusted when
+//!   the window it describes is already over.
+//! - an instant (an epoch timestamp, an HTTP-date). It is measured against the server's own
+//!   clock, `Date` plus `Age`, never the client's, so a client clock that is off does not move
+//!   it. Only without a `Date` does the local clock stand in.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use http::HeaderMap;
+
+use super::field::{lines, members};
+use super::number::{parse_decimal, Decimal, LONGEST};
+
+/// From this value on, a reset number is an instant in seconds since the Unix epoch (2001-09-09),
+/// not a countdown: no window lasts 31 years, and servers send both forms under every name.
+const EPOCH_SECONDS_FROM: u64 = 1_000_000_000;
+/// From this value on (13 digits), an epoch instant is in milliseconds.
+const EPOCH_MILLIS_FROM: u64 = 1_000_000_000_000;
+/// `Date` has one-second resolution: the server wrote it up to a second before it sent the
+/// response, so only the part of its distance beyond that second is known to be age.
+const DATE_RESOLUTION: Duration = Duration::from_secs(1);
+
+/// When a rate-limit window resets, as the header wrote it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reset {
+    /// A countdown started when the server generated the response.
+    In(Duration),
+    /// An instant on the server's clock.
+    At(SystemTime),
+}
+
+impl Reset {
+    /// A reset written as a number: a countdown in seconds below [`EPOCH_SECONDS_FROM`], an
+    /// epoch instant above it.
+    pub(crate) fn from_number(value: Decimal) -> Self {
+        let since_epoch = if value.whole >= EPOCH_MILLIS_FROM {
+            value.millis()
+        } else if value.whole >= EPOCH_SECONDS_FROM {
+            value.seconds()
+        } else {
+            return Reset::In(value.seconds());
+        };
+        // Where `SystemTime` is narrower than the value (Windows), it is further away than any
+        // countdown the parser reports anyway.
+        match UNIX_EPOCH.checked_add(since_epoch) {
+            Some(at) => Reset::At(at),
+            None => Reset::In(LONGEST),
+        }
+    }
+}
+
+/// What the response says about its own age, and when it was received.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ResponseClock {
+    received: SystemTime,
+    date: Option<SystemTime>,
+    age: Duration,
+}
+
+impl ResponseClock {
+    /// Reads `Date` (the first one that is an HTTP-date) and `Age` (the first member of the
+    /// first line, as RFC 9111 §5.1 says; anything but digits counts as no `Age`).
+    pub(crate) fn read(headers: &HeaderMap, received: SystemTime) -> Self {
+        let date = lines(headers, "date").find_map(|line| httpdate::parse_http_date(line).ok());
+        let age = lines(headers, "age")
+            .next()
+            .and_then(|line| members(line).next())
+            .and_then(parse_decimal)
+            .map_or(Duration::ZERO, |age| age.seconds().min(LONGEST));
+        ResponseClock {
+            received,
+            date,
+            age,
+        }
+    }
+
+    /// How long after receipt the server's clock reaches `at`: zero if it already has.
+    pub(crate) fn until(&self, at: SystemTime) -> Duration {
+        let server_now = match self.date {
+            Some(date) => date.checked_add(self.age),
+            None => Some(self.received),
+        };
+        server_now
+            .and_then(|now| at.duration_since(now).ok())
+            .map_or(Duration::ZERO, |left| left.min(LONGEST))
+    }
+
+    /// What is left at receipt of a countdown the server started: zero if nothing is.
+    pub(crate) fn countdown(&self, started_at: Duration) -> Duration {
+        started_at.min(LONGEST).saturating_sub(self.corrected_age())
+    }
+
+    /// A reset as the time left at receipt: zero if it has already passed.
+    pub(crate) fn reset(&self, reset: Reset) -> Duration {
+        match reset {
+            Reset::In(countdown) => self.countdown(countdown),
+            Reset::At(at) => self.until(at),
+        }
+    }
+
+    /// How old the response is known to be: the larger of what a cache said (`Age`) and how
+    /// far `Date` lies behind the receipt (beyond its resolution).
+    fn corrected_age(&self) -> Duration {
+        let apparent_age = self
+            .date
+            .and_then(|date| self.received.duration_since(date).ok())
+            .map_or(Duration::ZERO, |behind| {
+                behind.saturating_sub(DATE_RESOLUTION)
+            });
+        self.age.max(apparent_age)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    const NOW: u64 = 1_700_000_000;
+
+    fn at(seconds: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(seconds)
+    }
+
+    fn clock(pairs: &[(&'static str, &'static str)], received: u64) -> ResponseClock {
+        let mut headers = HeaderMap::new();
+        for (name, value) in pairs {
+            headers.append(*name, HeaderValue::from_static(value));
+        }
+        ResponseClock::read(&headers, at(received))
+    }
+
+    fn decimal(whole: u64) -> Decimal {
+        Decimal { whole, nanos: 0 }
+    }
+
+    #[test]
+    fn numbers_below_a_billion_are_countdowns() {
+        assert_eq!(Reset::from_number(decimal(0)), Reset::In(Duration::ZERO));
+        assert_eq!(
+            Reset::from_number(decimal(999_999_999)),
+            Reset::In(Duration::from_secs(999_999_999))
+        );
+    }
+
+    #[test]
+    fn numbers_from_a_billion_are_epoch_seconds_and_from_13_digits_epoch_millis() {
+        assert_eq!(
+            Reset::from_number(decimal(1_000_000_000)),
+            Reset::At(at(1_000_000_000))
+        );
+        assert_eq!(
+            Reset::from_number(decimal(999_999_999_999)),
+            Reset::At(at(999_999_999_999))
+        );
+        assert_eq!(
+            Reset::from_number(decimal(1_700_000_060_000)),
+            Reset::At(at(1_700_000_060))
+        );
+    }
+
+    #[test]
+    fn an_absurdly_far_epoch_is_the_longest_countdown() {
+        let fresh = clock(&[("date", "Tue, 14 Nov 2023 22:13:20 GMT")], NOW);
+        let far = Reset::from_number(decimal(u64::MAX));
+        assert_eq!(fresh.reset(far), LONGEST);
+    }
+
+    #[test]
+    fn instants_are_read_against_date_not_the_local_clock() {
+        let skewed = clock(&[("date", "Tue, 14 Nov 2023 22:13:20 GMT")], NOW + 5);
+        assert_eq!(skewed.until(at(NOW + 60)), Duration::from_secs(60));
+        let without_date = clock(&[], NOW + 5);
+        assert_eq!(without_date.until(at(NOW + 60)), Duration::from_secs(55));
+    }
+
+    #[test]
+    fn instants_subtract_age_from_the_server_clock() {
+        let cached = clock(
+            &[("date", "Tue, 14 Nov 2023 22:13:20 GMT"), ("age", "30")],
+            NOW,
+        );
+        assert_eq!(cached.until(at(NOW + 60)), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn passed_instants_are_zero() {
+        let fresh = clock(&[("date", "Tue, 14 Nov 2023 22:13:20 GMT")], NOW);
+        assert_eq!(fresh.until(at(NOW - 1)), Duration::ZERO);
+        assert_eq!(fresh.until(at(NOW)), Duration::ZERO);
+    }
+
+    #[test]
+    fn countdowns_lose_the_age_a_cache_reports() {
+        let cached = clock(&[("age", "30")], NOW);
+        assert_eq!(
+            cached.countdown(Duration::from_secs(50)),
+            Duration::from_secs(20)
+        );
+        assert_eq!(cached.countdown(Duration::from_secs(30)), Duration::ZERO);
+    }
+
+    #[test]
+    fn countdowns_lose_a_date_that_lies_behind_the_receipt_beyond_its_resolution() {
+        let old = clock(&[("date", "Tue, 14 Nov 2023 22:12:20 GMT")], NOW);
+        assert_eq!(
+            old.countdown(Duration::from_secs(90)),
+            Duration::from_secs(31)
+        );
+        let fresh = clock(&[("date", "Tue, 14 Nov 2023 22:13:20 GMT")], NOW);
+        assert_eq!(
+            fresh.countdown(Duration::from_secs(90)),
+            Duration::from_secs(90)
+        );
+    }
+
+    #[test]
+    fn the_larger_of_age_and_apparent_age_counts() {
+        let both = clock(
+            &[("date", "Tue, 14 Nov 2023 22:12:20 GMT"), ("age", "10")],
+            NOW,
+        );
+        assert_eq!(
+            both.countdown(Duration::from_secs(90)),
+            Duration::from_secs(31)
+        );
+        let mostly_age = clock(
+            &[("date", "Tue, 14 Nov 2023 22:13:10 GMT"), ("age", "40")],
+            NOW,
+        );
+        assert_eq!(
+            mostly_age.countdown(Duration::from_secs(90)),
+            Duration::from_secs(50)
+        );
+    }
+
+    #[test]
+    fn age_is_the_first_member_of_the_first_line_and_garbage_is_no_age() {
+        assert_eq!(
+            clock(&[("age", "10, 20")], NOW).age,
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            clock(&[("age", "10"), ("age", "20")], NOW).age,
+            Duration::from_secs(10)
+        );
+        for garbage in ["-1", "", "abc", "+5", "1e3"] {
+            assert_eq!(
+                clock(&[("age", garbage)], NOW).age,
+                Duration::ZERO,
+                "{garbage:?}"
+            );
+        }
+        assert_eq!(
+            clock(&[("age", "99999999999999999999999")], NOW).age,
+            LONGEST
+        );
+    }
+
+    #[test]
+    fn a_date_that_is_not_an_http_date_is_no_date() {
+        let bad = clock(
+            &[
+                ("date", "yesterday"),
+                ("date", "Tue, 14 Nov 2023 22:13:20 GMT"),
+            ],
+            NOW,
+        );
+        assert_eq!(bad.date, Some(at(NOW)));
+        assert_eq!(clock(&[("date", "1700000000")], NOW).date, None);
+    }
+
+    #[test]
+    fn a_reset_resolves_by_its_kind() {
+        let cached = clock(
+            &[("date", "Tue, 14 Nov 2023 22:13:20 GMT"), ("age", "10")],
+            NOW,
+        );
+        assert_eq!(
+            cached.reset(Reset::In(Duration::from_secs(60))),
+            Duration::from_secs(50)
+        );
+        assert_eq!(
+            cached.reset(Reset::At(at(NOW + 60))),
+            Duration::from_secs(50)
+        );
+    }
+}

@@ -1,0 +1,128 @@
+//! What a response says about the client's rate limits, read from its headers.
+//!
+//! One file per header family: `retry_after` (`Retry-After`, `retry-after-ms`), `ietf` (the
+//! `RateLimit` drafts, with `structured` for their structured-field shapes), `x_ratelimit`
+//! (`X-RateLimit-*`), `clock` (`Date` and `Age`, against which every time is measured).
+//! Everything here is pure: the caller passes the time the response was received.
+
+mod clock;
+mod field;
+mod ietf;
+mod meter;
+mod number;
+mod retry_after;
+mod structured;
+mod x_ratelimit;
+
+use std::time::{Duration, SystemTime};
+
+use http::HeaderMap;
+use tokio::time::Instant;
+
+pub use meter::Meter;
+
+use clock::ResponseClock;
+
+/// Everything a response said about the client's rate limits: the server's instruction to wait
+/// ([`retry_after`](RateLimitInfo::retry_after)) and its quota meters
+/// ([`meters`](RateLimitInfo::meters)).
+///
+/// Read with [`RateLimitInfo::from_headers`]. Every format real servers send is read, and every
+/// ambiguous case has one answer:
+///
+/// - `Retry-After` as delay-seconds, a decimal (`1.5`), or an HTTP-date in any of its three
+///   forms; `retry-after-ms`, preferred when present. Zero, a past date, negative or garbage
+///   values are no instruction; several values give the largest; overflow saturates at 2^31 s.
+/// - the IETF `RateLimit` drafts 01 to 10 (split fields, the draft 07 dictionary, named policies
+///   over several field lines), and `X-RateLimit-*` / `X-Rate-Limit-*`.
+/// - a reset of 1,000,000,000 or more is an epoch timestamp (13 digits: milliseconds), read
+///   against the response's `Date`; smaller values are countdowns, shortened by the response's
+///   `Age` and by how far `Date` lies behind the receipt. A reset that has already passed is
+///   unknown, and so is the quota of its window.
+/// - duplicates that disagree give the most restrictive figure; a figure that is absent, empty,
+///   negative, overflowing or not ASCII digits is `None`, never 0 and never a panic.
+///
+/// # Example
+///
+/// ```
+/// use std::time::{Duration, SystemTime};
+/// use http::HeaderMap;
+/// use tower_retry_after::RateLimitInfo;
+///
+/// let mut headers = HeaderMap::new();
+/// headers.insert("date", "Tue, 14 Nov 2023 22:13:20 GMT".parse().unwrap());
+/// headers.insert("retry-after", "Tue, 14 Nov 2023 22:14:20 GMT".parse().unwrap());
+/// headers.append("ratelimit-policy", r#""hour";q=1000;w=3600"#.parse().unwrap());
+/// headers.append("ratelimit-policy", r#""day";q=5000;w=86400"#.parse().unwrap());
+/// headers.insert("ratelimit", r#""day";r=100;t=36000"#.parse().unwrap());
+///
+/// // The client's clock is 5 s ahead: the date is still read as 60 s after `Date`.
+/// let received = httpdate::parse_http_date("Tue, 14 Nov 2023 22:13:25 GMT").unwrap();
+/// let info = RateLimitInfo::from_headers(&headers, received);
+/// assert_eq!(info.retry_after(), Some(Duration::from_secs(60)));
+///
+/// let names: Vec<_> = info.meters().iter().map(|meter| meter.name()).collect();
+/// assert_eq!(names, [Some("hour"), Some("day")]);
+/// let day = info.binding_meter().unwrap();
+/// assert_eq!(day.name(), Some("day"));
+/// assert_eq!(day.remaining(), Some(100));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RateLimitInfo {
+    retry_after: Option<Duration>,
+    meters: Vec<Meter>,
+    read_at: Instant,
+}
+
+impl RateLimitInfo {
+    /// Reads the rate-limit headers of a response received at `now`.
+    ///
+    /// `now` is the wall-clock time of receipt: without a `Date` header, HTTP-dates and epoch
+    /// resets are measured against it. Countdowns are placed on the monotonic clock
+    /// ([`tokio::time::Instant`]) at the moment of reading.
+    pub fn from_headers(headers: &HeaderMap, now: SystemTime) -> Self {
+        let clock = ResponseClock::read(headers, now);
+        let read_at = Instant::now();
+        let meters = ietf::read(headers, &clock)
+            .into_iter()
+            .chain(x_ratelimit::read(headers, &clock))
+            .filter_map(|reading| reading.into_meter(read_at))
+            .collect();
+        RateLimitInfo {
+            retry_after: retry_after::read(headers, &clock),
+            meters,
+            read_at,
+        }
+    }
+
+    /// How long the server asked the client to wait, from receipt; `None` if it gave no usable
+    /// instruction (absent, zero, a past date, or not a value `Retry-After` allows).
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
+    }
+
+    /// Every quota the server reported, in the order: the IETF current window, the other IETF
+    /// policies, the `X-RateLimit-*` family.
+    pub fn meters(&self) -> &[Meter] {
+        &self.meters
+    }
+
+    /// The quota closest to running out: the lowest known remaining count, and of equals the
+    /// one that resets last. `None` when no meter says how much is left.
+    pub fn binding_meter(&self) -> Option<&Meter> {
+        self.meters
+            .iter()
+            .filter(|meter| meter.remaining().is_some())
+            .min_by_key(|meter| (meter.remaining(), std::cmp::Reverse(meter.reset_in())))
+    }
+
+    /// Whether the response said nothing about rate limits.
+    pub fn is_empty(&self) -> bool {
+        self.retry_after.is_none() && self.meters.is_empty()
+    }
+
+    /// When the headers were read, on the monotonic clock.
+    pub fn read_at(&self) -> Instant {
+        self.read_at
+    }
+}

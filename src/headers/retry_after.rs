@@ -1,0 +1,169 @@
+//! `Retry-After` (RFC 9110 §10.2.3) and `retry-after-ms`: the server's instruction to wait.
+//!
+//! - delay-seconds, and a non-negative decimal (`1.5`, sent by some servers): that duration.
+//!   Rejecting a decimal would leave a guessed wait that may be shorter than the server meant.
+//! - an HTTP-date in any of its three forms, measured against the response's `Date`.
+//! - zero, a date already past, and anything that is not one of the above (negative, `+1`,
+//!   non-ASCII digits, empty, garbage) are no instruction: `Retry-After: 0` honoured literally is
+//!   a burst against a limiter that asked for a pause, so the caller's guessed backoff applies.
+//! - several values (repeated lines or a comma list): the largest, so the client never retries
+//!   before any time the server named.
+//! - `retry-after-ms`, when it holds an instruction, is preferred: it is the same instruction
+//!   without the rounding to whole seconds.
+
+use std::time::Duration;
+
+use http::HeaderMap;
+
+use super::clock::ResponseClock;
+use super::field::{lines, members};
+use super::number::{parse_decimal, LONGEST};
+
+/// The server's instruction to wait, measured from receipt; `None` if it gave none.
+pub(crate) fn read(headers: &HeaderMap, clock: &ResponseClock) -> Option<Duration> {
+    largest(lines(headers, "retry-after-ms"), |member| {
+        parse_decimal(member).map(|millis| millis.millis())
+    })
+    .or_else(|| largest(lines(headers, "retry-after"), |member| delay(member, clock)))
+}
+
+fn delay(member: &str, clock: &ResponseClock) -> Option<Duration> {
+    match parse_decimal(member) {
+        Some(seconds) => Some(seconds.seconds()),
+        None => httpdate::parse_http_date(member)
+            .ok()
+            .map(|at| clock.until(at)),
+    }
+}
+
+fn largest<'a>(
+    lines: impl Iterator<Item = &'a str>,
+    read: impl Fn(&str) -> Option<Duration>,
+) -> Option<Duration> {
+    lines
+        .flat_map(members)
+        .filter_map(read)
+        .filter(|wait| !wait.is_zero())
+        .map(|wait| wait.min(LONGEST))
+        .max()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    const NOW: u64 = 1_700_000_000;
+
+    fn read_pairs(pairs: &[(&'static str, &'static str)], received: u64) -> Option<Duration> {
+        let mut headers = HeaderMap::new();
+        for (name, value) in pairs {
+            headers.append(*name, HeaderValue::from_static(value));
+        }
+        let received = UNIX_EPOCH + Duration::from_secs(received);
+        read(&headers, &ResponseClock::read(&headers, received))
+    }
+
+    fn retry_after(value: &'static str) -> Option<Duration> {
+        read_pairs(
+            &[
+                ("date", "Tue, 14 Nov 2023 22:13:20 GMT"),
+                ("retry-after", value),
+            ],
+            NOW,
+        )
+    }
+
+    fn secs(seconds: u64) -> Option<Duration> {
+        Some(Duration::from_secs(seconds))
+    }
+
+    #[test]
+    fn delay_seconds_and_decimals_are_that_duration() {
+        assert_eq!(retry_after("120"), secs(120));
+        assert_eq!(retry_after("1.5"), Some(Duration::from_millis(1500)));
+        assert_eq!(retry_after("2.0"), secs(2));
+    }
+
+    #[test]
+    fn all_three_http_date_forms_are_read_against_date() {
+        assert_eq!(retry_after("Tue, 14 Nov 2023 22:14:20 GMT"), secs(60));
+        assert_eq!(retry_after("Tuesday, 14-Nov-23 22:14:20 GMT"), secs(60));
+        assert_eq!(retry_after("Tue Nov 14 22:14:20 2023"), secs(60));
+        let skewed_client = read_pairs(
+            &[
+                ("date", "Tue, 14 Nov 2023 22:13:20 GMT"),
+                ("retry-after", "Tue, 14 Nov 2023 22:14:20 GMT"),
+            ],
+            NOW + 5,
+        );
+        assert_eq!(skewed_client, secs(60));
+    }
+
+    #[test]
+    fn without_date_an_http_date_is_read_against_the_local_clock() {
+        let got = read_pairs(&[("retry-after", "Tue, 14 Nov 2023 22:14:20 GMT")], NOW + 5);
+        assert_eq!(got, secs(55));
+    }
+
+    #[test]
+    fn zero_past_and_garbage_are_no_instruction() {
+        for value in [
+            "0",
+            "0.0",
+            "Fri, 31 Dec 1999 23:59:59 GMT",
+            "-5",
+            "+1",
+            "1e3",
+            "",
+            "soon",
+            "Tue, 14 Nov 2023 22:13:20 GMT",
+        ] {
+            assert_eq!(retry_after(value), None, "{value:?}");
+        }
+        let full_width = HeaderValue::from_bytes("１２０".as_bytes()).unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert("retry-after", full_width);
+        let clock = ResponseClock::read(&headers, SystemTime::now());
+        assert_eq!(read(&headers, &clock), None);
+    }
+
+    #[test]
+    fn overflow_saturates() {
+        assert_eq!(retry_after("99999999999999999999"), Some(LONGEST));
+        let far = retry_after("Fri, 31 Dec 9999 23:59:59 GMT");
+        assert_eq!(far, Some(LONGEST));
+    }
+
+    #[test]
+    fn several_values_give_the_largest() {
+        assert_eq!(retry_after("120, 120"), secs(120));
+        assert_eq!(retry_after("120, 30"), secs(120));
+        assert_eq!(retry_after("30, Tue, 14 Nov 2023 22:14:20 GMT"), secs(60));
+        let lines = read_pairs(
+            &[
+                ("retry-after", "30"),
+                ("retry-after", "90"),
+                ("retry-after", "x"),
+            ],
+            NOW,
+        );
+        assert_eq!(lines, secs(90));
+    }
+
+    #[test]
+    fn retry_after_ms_is_preferred_when_it_holds_an_instruction() {
+        let both = read_pairs(&[("retry-after", "2"), ("retry-after-ms", "1500")], NOW);
+        assert_eq!(both, Some(Duration::from_millis(1500)));
+        let fractional = read_pairs(&[("retry-after-ms", "12.5")], NOW);
+        assert_eq!(fractional, Some(Duration::from_micros(12_500)));
+        let empty_ms = read_pairs(&[("retry-after", "2"), ("retry-after-ms", "0")], NOW);
+        assert_eq!(empty_ms, secs(2));
+    }
+
+    #[test]
+    fn whitespace_around_the_value_is_trimmed() {
+        assert_eq!(retry_after(" \t42 "), secs(42));
+    }
+}
