@@ -34,3 +34,8 @@
 mod headers;
 
 pub use headers::{Meter, RateLimitInfo};
+
+/// The README's examples, compiled and run as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use http::HeaderMap;
 
 use super::field::{lines, members};
-use super::number::{parse_decimal, Decimal, LONGEST};
+use super::number::{Decimal, LONGEST, parse_decimal};
 
 /// From this value on, a reset number is an instant in seconds since the Unix epoch (2001-09-09),
 /// not a countdown: no window lasts 31 years, and servers send both forms under every name.

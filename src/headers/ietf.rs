@@ -24,7 +24,7 @@ use super::clock::{Reset, ResponseClock};
 use super::field::combined;
 use super::meter::Reading;
 use super::number::Decimal;
-use super::structured::{parse_dictionary, parse_list, Member};
+use super::structured::{Member, parse_dictionary, parse_list};
 
 /// Every meter the IETF fields describe.
 pub(crate) fn read(headers: &HeaderMap, clock: &ResponseClock) -> Vec<Reading> {

@@ -17,7 +17,7 @@ use http::HeaderMap;
 
 use super::clock::ResponseClock;
 use super::field::{lines, members};
-use super::number::{parse_decimal, LONGEST};
+use super::number::{LONGEST, parse_decimal};
 
 /// The server's instruction to wait, measured from receipt; `None` if it gave none.
 pub(crate) fn read(headers: &HeaderMap, clock: &ResponseClock) -> Option<Duration> {

@@ -63,3 +63,73 @@ fn reset(value: &str, clock: &ResponseClock) -> Option<Duration> {
             .map(|at| clock.until(at)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+    use std::time::UNIX_EPOCH;
+
+    const NOW: u64 = 1_700_000_000;
+
+    fn read_pairs(pairs: &[(&'static str, &'static str)]) -> Option<Reading> {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "date",
+            HeaderValue::from_static("Tue, 14 Nov 2023 22:13:20 GMT"),
+        );
+        for (name, value) in pairs {
+            headers.append(*name, HeaderValue::from_static(value));
+        }
+        let clock = ResponseClock::read(&headers, UNIX_EPOCH + Duration::from_secs(NOW));
+        read(&headers, &clock)
+    }
+
+    #[test]
+    fn without_remaining_limit_minus_used_is_what_is_left() {
+        let reading = read_pairs(&[("x-ratelimit-limit", "60"), ("x-ratelimit-used", "45")]);
+        assert_eq!(reading.unwrap().remaining, Some(15));
+    }
+
+    #[test]
+    fn remaining_said_outright_wins_over_limit_minus_used() {
+        let reading = read_pairs(&[
+            ("x-ratelimit-limit", "60"),
+            ("x-ratelimit-used", "45"),
+            ("x-ratelimit-remaining", "20"),
+        ]);
+        assert_eq!(reading.unwrap().remaining, Some(20));
+    }
+
+    #[test]
+    fn used_beyond_the_limit_or_alone_says_nothing_left() {
+        let over = read_pairs(&[("x-ratelimit-limit", "60"), ("x-ratelimit-used", "61")]);
+        assert_eq!(over.unwrap().remaining, None);
+        assert_eq!(read_pairs(&[("x-ratelimit-used", "3")]), None);
+    }
+
+    #[test]
+    fn both_spellings_and_reset_after_are_one_quota() {
+        let reading = read_pairs(&[
+            ("x-ratelimit-remaining", "9"),
+            ("x-rate-limit-remaining", "4"),
+            ("x-ratelimit-reset", "30"),
+            ("x-ratelimit-reset-after", "64.5"),
+        ])
+        .unwrap();
+        assert_eq!(reading.remaining, Some(4));
+        assert_eq!(reading.reset, Some(Duration::from_millis(64_500)));
+    }
+
+    #[test]
+    fn a_reset_may_be_an_http_date() {
+        let reading = read_pairs(&[("x-ratelimit-reset", "Tue, 14 Nov 2023 22:14:20 GMT")]);
+        assert_eq!(reading.unwrap().reset, Some(Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn nothing_readable_is_no_reading() {
+        assert_eq!(read_pairs(&[]), None);
+        assert_eq!(read_pairs(&[("x-ratelimit-remaining", "lots")]), None);
+    }
+}
