@@ -12,9 +12,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use http::HeaderMap;
-
-use super::field::{lines, members};
+use super::field::{Fields, Name, members};
 use super::number::{Decimal, LONGEST, parse_decimal};
 
 /// From this value on, a reset number is an instant in seconds since the Unix epoch (2001-09-09),
@@ -66,9 +64,12 @@ pub(crate) struct ResponseClock {
 impl ResponseClock {
     /// Reads `Date` (the first one that is an HTTP-date) and `Age` (the first member of the
     /// first line, as RFC 9111 §5.1 says; anything but digits counts as no `Age`).
-    pub(crate) fn read(headers: &HeaderMap, received: SystemTime) -> Self {
-        let date = lines(headers, "date").find_map(|line| httpdate::parse_http_date(line).ok());
-        let age = lines(headers, "age")
+    pub(crate) fn read(fields: &Fields<'_>, received: SystemTime) -> Self {
+        let date = fields
+            .lines(Name::Date)
+            .find_map(|line| httpdate::parse_http_date(line).ok());
+        let age = fields
+            .lines(Name::Age)
             .next()
             .and_then(|line| members(line).next())
             .and_then(parse_decimal)
@@ -120,7 +121,7 @@ impl ResponseClock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http::HeaderValue;
+    use http::{HeaderMap, HeaderValue};
 
     const NOW: u64 = 1_700_000_000;
 
@@ -133,7 +134,7 @@ mod tests {
         for (name, value) in pairs {
             headers.append(*name, HeaderValue::from_static(value));
         }
-        ResponseClock::read(&headers, at(received))
+        ResponseClock::read(&Fields::new(&headers), at(received))
     }
 
     fn decimal(whole: u64) -> Decimal {

@@ -1,42 +1,120 @@
-//! Field lines as text, and the members of a comma-separated line.
+//! The fields this crate reads, located in one pass over a response's header names, as text;
+//! and the members of a comma-separated line.
+//!
+//! One pass over the names a response carries (a dozen, typically) costs less than looking up
+//! each of the eighteen names the parsers know, most of which a response does not carry.
 
 use std::borrow::Cow;
 
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 
-/// Each field line of `name` as text, surrounding whitespace trimmed.
-///
-/// A line holding bytes other than visible ASCII is skipped: no rate-limit format puts them in
-/// a value, so such a line carries no figure the parser could trust.
-pub(crate) fn lines<'a>(
-    headers: &'a HeaderMap,
-    name: &'static str,
-) -> impl Iterator<Item = &'a str> {
-    headers
-        .get_all(name)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .map(trim_whitespace)
+/// A header name one of the parsers reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Name {
+    Date,
+    Age,
+    RetryAfter,
+    RetryAfterMs,
+    RateLimit,
+    RateLimitPolicy,
+    RateLimitLimit,
+    RateLimitRemaining,
+    RateLimitReset,
+    XRateLimitLimit,
+    XRateLimitRemaining,
+    XRateLimitUsed,
+    XRateLimitReset,
+    XRateLimitResetAfter,
+    XRateDashLimitLimit,
+    XRateDashLimitRemaining,
+    XRateDashLimitUsed,
+    XRateDashLimitReset,
 }
 
-/// Every field line of `name` joined with `", "`, as RFC 9110 §5.3 combines them; `None` if
-/// no line holds anything, or if a line holds bytes other than visible ASCII (a structured
-/// field with such a line fails as a whole). Empty lines add no member.
-pub(crate) fn combined<'a>(headers: &'a HeaderMap, name: &'static str) -> Option<Cow<'a, str>> {
-    let mut joined: Option<Cow<'a, str>> = None;
-    for value in headers.get_all(name) {
-        let line = trim_whitespace(value.to_str().ok()?);
-        match &mut joined {
-            _ if line.is_empty() => {}
-            None => joined = Some(Cow::Borrowed(line)),
-            Some(field) => {
-                let field = field.to_mut();
-                field.push_str(", ");
-                field.push_str(line);
+const NAMES: usize = 18;
+
+impl Name {
+    fn of(name: &str) -> Option<Name> {
+        Some(match name {
+            "date" => Name::Date,
+            "age" => Name::Age,
+            "retry-after" => Name::RetryAfter,
+            "retry-after-ms" => Name::RetryAfterMs,
+            "ratelimit" => Name::RateLimit,
+            "ratelimit-policy" => Name::RateLimitPolicy,
+            "ratelimit-limit" => Name::RateLimitLimit,
+            "ratelimit-remaining" => Name::RateLimitRemaining,
+            "ratelimit-reset" => Name::RateLimitReset,
+            "x-ratelimit-limit" => Name::XRateLimitLimit,
+            "x-ratelimit-remaining" => Name::XRateLimitRemaining,
+            "x-ratelimit-used" => Name::XRateLimitUsed,
+            "x-ratelimit-reset" => Name::XRateLimitReset,
+            "x-ratelimit-reset-after" => Name::XRateLimitResetAfter,
+            "x-rate-limit-limit" => Name::XRateDashLimitLimit,
+            "x-rate-limit-remaining" => Name::XRateDashLimitRemaining,
+            "x-rate-limit-used" => Name::XRateDashLimitUsed,
+            "x-rate-limit-reset" => Name::XRateDashLimitReset,
+            _ => return None,
+        })
+    }
+}
+
+/// A response's header block, with the fields the parsers read located.
+pub(crate) struct Fields<'a> {
+    headers: &'a HeaderMap,
+    found: [Option<&'a HeaderName>; NAMES],
+}
+
+impl<'a> Fields<'a> {
+    pub(crate) fn new(headers: &'a HeaderMap) -> Self {
+        let mut found = [None; NAMES];
+        for name in headers.keys() {
+            if let Some(known) = Name::of(name.as_str()) {
+                found[known as usize] = Some(name);
             }
         }
+        Fields { headers, found }
     }
-    joined
+
+    /// Whether the response carries any rate-limit field (beyond `Date` and `Age`).
+    pub(crate) fn has_rate_limit_fields(&self) -> bool {
+        self.found[Name::RetryAfter as usize..]
+            .iter()
+            .any(Option::is_some)
+    }
+
+    /// Each line of the field as text, surrounding whitespace trimmed.
+    ///
+    /// A line holding bytes other than visible ASCII is skipped: no rate-limit format puts
+    /// them in a value, so such a line carries no figure the parser could trust.
+    pub(crate) fn lines(&self, name: Name) -> impl Iterator<Item = &'a str> + use<'a> {
+        self.found[name as usize]
+            .map(|name| self.headers.get_all(name).iter())
+            .into_iter()
+            .flatten()
+            .filter_map(|value| value.to_str().ok())
+            .map(trim_whitespace)
+    }
+
+    /// Every line of the field joined with `", "`, as RFC 9110 §5.3 combines them; `None` if
+    /// no line holds anything, or if a line holds bytes other than visible ASCII (a structured
+    /// field with such a line fails as a whole). Empty lines add no member.
+    pub(crate) fn combined(&self, name: Name) -> Option<Cow<'a, str>> {
+        let mut joined: Option<Cow<'a, str>> = None;
+        for value in self.headers.get_all(self.found[name as usize]?) {
+            let line = trim_whitespace(value.to_str().ok()?);
+            match &mut joined {
+                _ if line.is_empty() => {}
+                None => joined = Some(Cow::Borrowed(line)),
+                Some(field) => {
+                    let field = field.to_mut();
+                    field.push_str(", ");
+                    field.push_str(line);
+                }
+            }
+        }
+        joined
+    }
 }
 
 /// The members of a comma-separated line, each trimmed.
@@ -108,28 +186,74 @@ mod tests {
         assert_eq!(members("1,,2").collect::<Vec<_>>(), ["1", "", "2"]);
     }
 
+    fn combined(headers: &HeaderMap) -> Option<Cow<'_, str>> {
+        Fields::new(headers).combined(Name::RateLimit)
+    }
+
     #[test]
     fn combined_joins_lines_and_skips_empty_ones() {
         let mut headers = HeaderMap::new();
-        assert_eq!(combined(&headers, "x"), None);
-        headers.append("x", http::HeaderValue::from_static(""));
-        assert_eq!(combined(&headers, "x"), None);
-        headers.append("x", http::HeaderValue::from_static(" a;r=1 "));
-        assert!(matches!(
-            combined(&headers, "x"),
-            Some(Cow::Borrowed("a;r=1"))
-        ));
-        headers.append("x", http::HeaderValue::from_static("b;r=2"));
-        assert_eq!(combined(&headers, "x").as_deref(), Some("a;r=1, b;r=2"));
-        headers.append("x", http::HeaderValue::from_bytes(b"\xff").unwrap());
-        assert_eq!(combined(&headers, "x"), None);
+        assert_eq!(combined(&headers), None);
+        headers.append("ratelimit", http::HeaderValue::from_static(""));
+        assert_eq!(combined(&headers), None);
+        headers.append("ratelimit", http::HeaderValue::from_static(" a;r=1 "));
+        assert!(matches!(combined(&headers), Some(Cow::Borrowed("a;r=1"))));
+        headers.append("ratelimit", http::HeaderValue::from_static("b;r=2"));
+        assert_eq!(combined(&headers).as_deref(), Some("a;r=1, b;r=2"));
+        headers.append("ratelimit", http::HeaderValue::from_bytes(b"\xff").unwrap());
+        assert_eq!(combined(&headers), None);
     }
 
     #[test]
     fn lines_skip_values_that_are_not_visible_ascii() {
         let mut headers = HeaderMap::new();
-        headers.append("x", http::HeaderValue::from_bytes(b"\xff1").unwrap());
-        headers.append("x", http::HeaderValue::from_static("  2\t"));
-        assert_eq!(lines(&headers, "x").collect::<Vec<_>>(), ["2"]);
+        headers.append("age", http::HeaderValue::from_bytes(b"\xff1").unwrap());
+        headers.append("age", http::HeaderValue::from_static("  2\t"));
+        let lines: Vec<_> = Fields::new(&headers).lines(Name::Age).collect();
+        assert_eq!(lines, ["2"]);
+    }
+
+    #[test]
+    fn every_name_is_found_by_its_lowercase_spelling() {
+        let names = [
+            "date",
+            "age",
+            "retry-after",
+            "retry-after-ms",
+            "ratelimit",
+            "ratelimit-policy",
+            "ratelimit-limit",
+            "ratelimit-remaining",
+            "ratelimit-reset",
+            "x-ratelimit-limit",
+            "x-ratelimit-remaining",
+            "x-ratelimit-used",
+            "x-ratelimit-reset",
+            "x-ratelimit-reset-after",
+            "x-rate-limit-limit",
+            "x-rate-limit-remaining",
+            "x-rate-limit-used",
+            "x-rate-limit-reset",
+        ];
+        assert_eq!(names.len(), NAMES);
+        for (index, name) in names.iter().enumerate() {
+            assert_eq!(
+                Name::of(name).map(|known| known as usize),
+                Some(index),
+                "{name}"
+            );
+        }
+        assert_eq!(Name::of("x-ratelimit-resource"), None);
+    }
+
+    #[test]
+    fn only_fields_beyond_date_and_age_are_rate_limit_fields() {
+        let mut headers = HeaderMap::new();
+        headers.insert("date", http::HeaderValue::from_static("x"));
+        headers.insert("age", http::HeaderValue::from_static("1"));
+        headers.insert("content-type", http::HeaderValue::from_static("text/plain"));
+        assert!(!Fields::new(&headers).has_rate_limit_fields());
+        headers.insert("x-rate-limit-reset", http::HeaderValue::from_static("1"));
+        assert!(Fields::new(&headers).has_rate_limit_fields());
     }
 }

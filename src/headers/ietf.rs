@@ -18,21 +18,19 @@
 
 use std::time::Duration;
 
-use http::HeaderMap;
-
 use super::clock::{Reset, ResponseClock};
-use super::field::combined;
+use super::field::{Fields, Name};
 use super::meter::Reading;
 use super::number::Decimal;
 use super::structured::{Member, parse_dictionary, parse_list};
 
-/// Every meter the IETF fields describe.
-pub(crate) fn read(headers: &HeaderMap, clock: &ResponseClock) -> Vec<Reading> {
+/// Adds every meter the IETF fields describe to `readings`: the current window first, then
+/// the policies.
+pub(crate) fn read(fields: &Fields<'_>, clock: &ResponseClock, readings: &mut Vec<Reading>) {
     let mut current = Reading::default();
     let mut policies = Vec::new();
-    let mut named: Vec<Reading> = Vec::new();
 
-    for (limit, window) in integers(headers, "ratelimit-limit") {
+    for (limit, window) in integers(fields, Name::RateLimitLimit) {
         match window {
             // Drafts 01 to 03 list the policies after the current limit.
             Some(_) => policies.push((limit, window)),
@@ -42,77 +40,74 @@ pub(crate) fn read(headers: &HeaderMap, clock: &ResponseClock) -> Vec<Reading> {
             }),
         }
     }
-    for (remaining, _) in integers(headers, "ratelimit-remaining") {
+    for (remaining, _) in integers(fields, Name::RateLimitRemaining) {
         current.merge(Reading {
             remaining: Some(remaining),
             ..Reading::default()
         });
     }
-    for (reset, _) in integers(headers, "ratelimit-reset") {
+    for (reset, _) in integers(fields, Name::RateLimitReset) {
         current.merge(Reading {
             reset: Some(countdown(reset, clock)),
             ..Reading::default()
         });
     }
 
-    let policy_field = combined(headers, "ratelimit-policy");
+    let ratelimit_field = fields.combined(Name::RateLimit);
+    let mut reports = Vec::new();
+    if let Some(field) = ratelimit_field.as_deref() {
+        match parse_dictionary(field) {
+            Some(dictionary) => current.merge(Reading {
+                limit: dictionary.limit,
+                remaining: dictionary.remaining,
+                reset: dictionary.reset.map(|reset| countdown(reset, clock)),
+                ..Reading::default()
+            }),
+            None => reports = parse_list(field).unwrap_or_default(),
+        }
+    }
+
+    let policy_field = fields.combined(Name::RateLimitPolicy);
     let policy_members = policy_field
         .as_deref()
         .and_then(parse_list)
         // Drafts 06 and 07 make such a field invalid: it cannot say which policy is which.
         .filter(|members| !has_two_policies_with_one_quota(members))
         .unwrap_or_default();
+    policies.extend(
+        policy_members
+            .iter()
+            .filter(|member| member.name.is_none())
+            .filter_map(|member| Some((member.integer?, member.window))),
+    );
+    attach_policies(current, &policies, readings);
+
+    let named = readings.len();
     for member in policy_members {
-        match (member.name, member.integer) {
-            (Some(name), _) => merge_named(
-                &mut named,
-                Reading {
-                    name: Some(name.into_owned()),
-                    limit: member.quota,
-                    window: member.window.map(Duration::from_secs),
-                    ..Reading::default()
-                },
-            ),
-            (None, Some(quota)) => policies.push((quota, member.window)),
-            (None, None) => {}
-        }
-    }
-
-    let ratelimit = combined(headers, "ratelimit");
-    if let Some(dictionary) = ratelimit.as_deref().and_then(parse_dictionary) {
-        current.merge(Reading {
-            limit: dictionary.limit,
-            remaining: dictionary.remaining,
-            reset: dictionary.reset.map(|reset| countdown(reset, clock)),
+        let Some(name) = member.name else { continue };
+        let policy = Reading {
+            name: Some(name.into_owned()),
+            limit: member.quota,
+            window: member.window.map(Duration::from_secs),
             ..Reading::default()
-        });
-    } else {
-        for member in ratelimit
-            .as_deref()
-            .and_then(parse_list)
-            .unwrap_or_default()
-        {
-            let Some(name) = member.name else { continue };
-            merge_named(
-                &mut named,
-                Reading {
-                    name: Some(name.into_owned()),
-                    remaining: member.remaining,
-                    reset: member.reset.map(|reset| countdown(reset, clock)),
-                    ..Reading::default()
-                },
-            );
-        }
+        };
+        add_named(readings, named, policy);
     }
-
-    let mut readings = attach_policies(current, &policies);
-    readings.extend(named);
-    readings
+    for member in reports {
+        let Some(name) = member.name else { continue };
+        let report = Reading {
+            name: Some(name.into_owned()),
+            remaining: member.remaining,
+            reset: member.reset.map(|reset| countdown(reset, clock)),
+            ..Reading::default()
+        };
+        add_named(readings, named, report);
+    }
 }
 
 /// The bare-integer members of a field, each with its `w` parameter.
-fn integers(headers: &HeaderMap, name: &'static str) -> Vec<(u64, Option<u64>)> {
-    let Some(field) = combined(headers, name) else {
+fn integers(fields: &Fields<'_>, name: Name) -> Vec<(u64, Option<u64>)> {
+    let Some(field) = fields.combined(name) else {
         return Vec::new();
     };
     parse_list(&field)
@@ -122,10 +117,15 @@ fn integers(headers: &HeaderMap, name: &'static str) -> Vec<(u64, Option<u64>)> 
         .collect()
 }
 
-/// Gives the current window the window of its policy, and makes every other policy a meter.
-fn attach_policies(mut current: Reading, policies: &[(u64, Option<u64>)]) -> Vec<Reading> {
+/// Adds the current window, given the window of its policy, and every other policy as a meter
+/// of its own.
+fn attach_policies(
+    mut current: Reading,
+    policies: &[(u64, Option<u64>)],
+    readings: &mut Vec<Reading>,
+) {
     let lone_policy_for_an_unknown_limit = current.limit.is_none() && policies.len() == 1;
-    let mut readings = Vec::new();
+    let first = readings.len();
     for &(quota, window) in policies {
         let policy = Reading {
             limit: Some(quota),
@@ -139,15 +139,18 @@ fn attach_policies(mut current: Reading, policies: &[(u64, Option<u64>)]) -> Vec
         }
     }
     if current != Reading::default() {
-        readings.insert(0, current);
+        readings.insert(first, current);
     }
-    readings
 }
 
-fn merge_named(named: &mut Vec<Reading>, reading: Reading) {
-    match named.iter_mut().find(|known| known.name == reading.name) {
+/// Folds `reading` into the reading of the same name from `named` on, or adds it.
+fn add_named(readings: &mut Vec<Reading>, named: usize, reading: Reading) {
+    match readings[named..]
+        .iter_mut()
+        .find(|known| known.name == reading.name)
+    {
         Some(known) => known.merge(reading),
-        None => named.push(reading),
+        None => readings.push(reading),
     }
 }
 

@@ -22,6 +22,7 @@ use tokio::time::Instant;
 pub use meter::Meter;
 
 use clock::ResponseClock;
+use field::Fields;
 
 /// Everything a response said about the client's rate limits: the server's instruction to wait
 /// ([`retry_after`](RateLimitInfo::retry_after)) and its quota meters
@@ -81,15 +82,25 @@ impl RateLimitInfo {
     /// resets are measured against it. Countdowns are placed on the monotonic clock
     /// ([`tokio::time::Instant`]) at the moment of reading.
     pub fn from_headers(headers: &HeaderMap, now: SystemTime) -> Self {
-        let clock = ResponseClock::read(headers, now);
+        let fields = Fields::new(headers);
         let read_at = Instant::now();
-        let meters = ietf::read(headers, &clock)
+        if !fields.has_rate_limit_fields() {
+            return RateLimitInfo {
+                retry_after: None,
+                meters: Vec::new(),
+                read_at,
+            };
+        }
+        let clock = ResponseClock::read(&fields, now);
+        let mut readings = Vec::new();
+        ietf::read(&fields, &clock, &mut readings);
+        readings.extend(x_ratelimit::read(&fields, &clock));
+        let meters = readings
             .into_iter()
-            .chain(x_ratelimit::read(headers, &clock))
             .filter_map(|reading| reading.into_meter(read_at))
             .collect();
         RateLimitInfo {
-            retry_after: retry_after::read(headers, &clock),
+            retry_after: retry_after::read(&fields, &clock),
             meters,
             read_at,
         }
@@ -99,6 +110,32 @@ impl RateLimitInfo {
     /// instruction (absent, zero, a past date, or not a value `Retry-After` allows).
     pub fn retry_after(&self) -> Option<Duration> {
         self.retry_after
+    }
+
+    /// How long the server instructed the client to wait: the later of
+    /// [`retry_after`](RateLimitInfo::retry_after) and the reset of every meter that said it
+    /// is exhausted (the client never retries before any time the server named). `None` when
+    /// the server named neither.
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use http::HeaderMap;
+    /// use tower_retry_after::RateLimitInfo;
+    ///
+    /// let mut headers = HeaderMap::new();
+    /// headers.insert("retry-after", "20".parse().unwrap());
+    /// headers.insert("ratelimit", r#""default";r=0;t=40"#.parse().unwrap());
+    /// let info = RateLimitInfo::from_headers(&headers, SystemTime::now());
+    /// assert_eq!(info.instructed_wait(), Some(Duration::from_secs(40)));
+    /// ```
+    pub fn instructed_wait(&self) -> Option<Duration> {
+        let exhausted_until = self
+            .meters
+            .iter()
+            .filter(|meter| meter.is_exhausted())
+            .filter_map(Meter::reset_in)
+            .max();
+        self.retry_after.max(exhausted_until)
     }
 
     /// Every quota the server reported, in the order: the IETF current window, the other IETF

@@ -13,18 +13,20 @@
 
 use std::time::Duration;
 
-use http::HeaderMap;
-
 use super::clock::ResponseClock;
-use super::field::{lines, members};
+use super::field::{Fields, Name, members};
 use super::number::{LONGEST, parse_decimal};
 
 /// The server's instruction to wait, measured from receipt; `None` if it gave none.
-pub(crate) fn read(headers: &HeaderMap, clock: &ResponseClock) -> Option<Duration> {
-    largest(lines(headers, "retry-after-ms"), |member| {
+pub(crate) fn read(fields: &Fields<'_>, clock: &ResponseClock) -> Option<Duration> {
+    largest(fields.lines(Name::RetryAfterMs), |member| {
         parse_decimal(member).map(|millis| millis.millis())
     })
-    .or_else(|| largest(lines(headers, "retry-after"), |member| delay(member, clock)))
+    .or_else(|| {
+        largest(fields.lines(Name::RetryAfter), |member| {
+            delay(member, clock)
+        })
+    })
 }
 
 fn delay(member: &str, clock: &ResponseClock) -> Option<Duration> {
@@ -51,7 +53,7 @@ fn largest<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http::HeaderValue;
+    use http::{HeaderMap, HeaderValue};
     use std::time::{SystemTime, UNIX_EPOCH};
 
     const NOW: u64 = 1_700_000_000;
@@ -62,7 +64,8 @@ mod tests {
             headers.append(*name, HeaderValue::from_static(value));
         }
         let received = UNIX_EPOCH + Duration::from_secs(received);
-        read(&headers, &ResponseClock::read(&headers, received))
+        let fields = Fields::new(&headers);
+        read(&fields, &ResponseClock::read(&fields, received))
     }
 
     fn retry_after(value: &'static str) -> Option<Duration> {
@@ -125,8 +128,9 @@ mod tests {
         let full_width = HeaderValue::from_bytes("１２０".as_bytes()).unwrap();
         let mut headers = HeaderMap::new();
         headers.insert("retry-after", full_width);
-        let clock = ResponseClock::read(&headers, SystemTime::now());
-        assert_eq!(read(&headers, &clock), None);
+        let fields = Fields::new(&headers);
+        let clock = ResponseClock::read(&fields, SystemTime::now());
+        assert_eq!(read(&fields, &clock), None);
     }
 
     #[test]

@@ -13,28 +13,26 @@
 
 use std::time::Duration;
 
-use http::HeaderMap;
-
 use super::clock::{Reset, ResponseClock};
-use super::field::{lines, members};
+use super::field::{Fields, Name, members};
 use super::meter::Reading;
 use super::number::{parse_count_with_fraction, parse_decimal};
 
-const LIMIT: &[&str] = &["x-ratelimit-limit", "x-rate-limit-limit"];
-const REMAINING: &[&str] = &["x-ratelimit-remaining", "x-rate-limit-remaining"];
-const USED: &[&str] = &["x-ratelimit-used", "x-rate-limit-used"];
-const RESET: &[&str] = &[
-    "x-ratelimit-reset",
-    "x-rate-limit-reset",
-    "x-ratelimit-reset-after",
+const LIMIT: &[Name] = &[Name::XRateLimitLimit, Name::XRateDashLimitLimit];
+const REMAINING: &[Name] = &[Name::XRateLimitRemaining, Name::XRateDashLimitRemaining];
+const USED: &[Name] = &[Name::XRateLimitUsed, Name::XRateDashLimitUsed];
+const RESET: &[Name] = &[
+    Name::XRateLimitReset,
+    Name::XRateDashLimitReset,
+    Name::XRateLimitResetAfter,
 ];
 
 /// The quota the family describes, if it names any figure.
-pub(crate) fn read(headers: &HeaderMap, clock: &ResponseClock) -> Option<Reading> {
-    let values = |names: &'static [&'static str]| {
+pub(crate) fn read(fields: &Fields<'_>, clock: &ResponseClock) -> Option<Reading> {
+    let values = |names: &'static [Name]| {
         names
             .iter()
-            .flat_map(|name| lines(headers, name))
+            .flat_map(|name| fields.lines(*name))
             .flat_map(members)
     };
     let counts = |names| values(names).filter_map(parse_count_with_fraction);
@@ -67,7 +65,7 @@ fn reset(value: &str, clock: &ResponseClock) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http::HeaderValue;
+    use http::{HeaderMap, HeaderValue};
     use std::time::UNIX_EPOCH;
 
     const NOW: u64 = 1_700_000_000;
@@ -81,8 +79,9 @@ mod tests {
         for (name, value) in pairs {
             headers.append(*name, HeaderValue::from_static(value));
         }
-        let clock = ResponseClock::read(&headers, UNIX_EPOCH + Duration::from_secs(NOW));
-        read(&headers, &clock)
+        let fields = Fields::new(&headers);
+        let clock = ResponseClock::read(&fields, UNIX_EPOCH + Duration::from_secs(NOW));
+        read(&fields, &clock)
     }
 
     #[test]
