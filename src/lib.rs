@@ -1,39 +1,81 @@
 //! A Tower layer for HTTP clients that are rate limited by the servers they call.
 //!
-//! The layer reads what a server says about its limits, waits exactly as long as the server
-//! asked (never less), holds one wait per upstream instead of one per request, and retries only
-//! what is safe to retry.
+//! [`RateLimitLayer`] wraps any `tower::Service<http::Request<B>>` (a hyper-util client above
+//! all). For every call it:
 //!
-//! This release holds the foundation: [`RateLimitInfo`], which reads every rate-limit signal a
-//! real server sends (`Retry-After` in all its forms, `retry-after-ms`, the IETF `RateLimit`
-//! drafts 01 to 10, the de-facto `X-RateLimit-*` family) against the response's own `Date` and
-//! `Age`.
+//! 1. sends a copy of the request, keeping the original for a retry;
+//! 2. reads the response's rate-limit headers (`Retry-After` in all its forms,
+//!    `retry-after-ms`, the IETF `RateLimit` drafts 01 to 10, `X-RateLimit-*`) against the
+//!    response's own `Date` and `Age`, and attaches them as a [`RateLimitInfo`];
+//! 3. asks its [`Policy`](policy::Policy) what the outcome means: return it, retry after a
+//!    wait, or rate limited;
+//! 4. waits, within the call's budget, then tries again.
+//!
+//! The rules, each with its reason:
+//!
+//! - **A server's instruction is never shortened.** `Retry-After` (or the reset of a meter
+//!   that said zero) is waited in full, plus an additive spread. Retrying sooner is retrying
+//!   inside the window the server named: a second refusal by construction.
+//! - **No instruction, a guess**: exponential backoff (500 ms · 2^n, at most 20 s) with
+//!   multiplicative jitter and a floor. `Retry-After: 0` is no instruction: honoured literally
+//!   it is a burst against a limiter that asked for a pause.
+//! - **Cap**: an instruction above `retry_after_cap` (60 s) is not waited and not shortened; the
+//!   response goes back to the caller at once.
+//! - **Budget per call, drop rather than clamp**: all waits of a call add up to at most
+//!   `max_wait` (120 s); a wait that does not fit ends the call with the last response.
+//! - **What is retried** ([`StatusPolicy`](policy::StatusPolicy)): 429 on any method (a
+//!   limiter rejects before the application runs, so nothing can run twice); 408, 500, 502,
+//!   503, 504 and mid-flight transport errors only for idempotent requests; connect errors
+//!   (nothing sent) on any method. Overrides merge over that table.
+//! - **A body that cannot be replayed is sent once**, never retried.
+//!
+//! Every wait, taken or declined, emits a `tracing` event (target `tower_retry_after`) with the
+//! key, the reason (instructed or guessed), the wait, the attempt and whether it will retry.
 //!
 //! # Example
 //!
 //! ```
-//! use std::time::{Duration, SystemTime};
-//! use http::HeaderMap;
-//! use tower_retry_after::RateLimitInfo;
+//! use std::time::Duration;
+//! use tower::{Service, ServiceBuilder, ServiceExt};
+//! use tower_retry_after::{RateLimitInfo, RateLimitLayer};
 //!
-//! let mut headers = HeaderMap::new();
-//! headers.insert("retry-after", "30".parse().unwrap());
-//! headers.insert("ratelimit", r#""default";r=0;t=30"#.parse().unwrap());
-//! headers.insert("ratelimit-policy", r#""default";q=100;w=60"#.parse().unwrap());
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), tower::BoxError> {
+//! let mut client = ServiceBuilder::new()
+//!     .layer(RateLimitLayer::new().retry_after_cap(Duration::from_secs(30)))
+//!     .service_fn(|_request: http::Request<String>| async {
+//!         let response = http::Response::builder()
+//!             .header("ratelimit-policy", r#""default";q=100;w=60"#)
+//!             .header("ratelimit", r#""default";r=99;t=60"#)
+//!             .body(String::new())?;
+//!         Ok::<_, http::Error>(response)
+//!     });
 //!
-//! let info = RateLimitInfo::from_headers(&headers, SystemTime::now());
-//! assert_eq!(info.retry_after(), Some(Duration::from_secs(30)));
-//! let meter = info.binding_meter().unwrap();
-//! assert_eq!(meter.name(), Some("default"));
-//! assert_eq!(meter.limit(), Some(100));
-//! assert!(meter.is_exhausted());
+//! let request = http::Request::post("http://api.test/items").body("{}".to_owned())?;
+//! let response = client.ready().await?.call(request).await?;
+//! let info = response.extensions().get::<RateLimitInfo>().unwrap();
+//! assert_eq!(info.binding_meter().unwrap().remaining(), Some(99));
+//! # Ok(())
+//! # }
 //! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs, unreachable_pub)]
 
+mod backoff;
+mod budget;
+mod future;
 mod headers;
+mod key;
+mod layer;
+pub mod policy;
+mod service;
 
+pub use backoff::Backoff;
+pub use future::ResponseFuture;
 pub use headers::{Meter, RateLimitInfo};
+pub use layer::RateLimitLayer;
+pub use policy::BoxError;
+pub use service::RateLimit;
 
 /// The README's examples, compiled and run as doctests so they stay true.
 #[cfg(doctest)]

@@ -1,0 +1,209 @@
+//! What one call may still spend on waiting, and whether the next wait fits: pure, so every
+//! rule is tested exactly.
+//!
+//! A call has a budget: a total wait (`max_wait`: every wait of the call added up) and attempt
+//! counts (transient retries; rate-limited retries as a backstop). A wait that does not fit
+//! ends the call with the last response: it is dropped, never shortened to fit, because a
+//! shortened wait buys exactly one more refused request. An instruction above the cap is a
+//! guard against an absurd or hostile value: it is neither waited nor shortened, and the
+//! response goes back to the caller at once.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::layer::Settings;
+use crate::policy::Action;
+
+/// Whether the server named the wait or the layer guessed it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reason {
+    /// `Retry-After`, or the reset of a meter that said it is exhausted.
+    Instructed,
+    /// Exponential backoff: the server named no time.
+    Guessed,
+}
+
+/// Why an outcome the policy wanted retried goes back to the caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Declined {
+    /// Retrying rate-limited responses is turned off: the layer only observes.
+    ObserveOnly,
+    /// The instruction is above `retry_after_cap`.
+    OverCap,
+    /// The call used all its retries of this kind.
+    OutOfRetries,
+    /// The wait does not fit in what is left of `max_wait`.
+    OutOfTime,
+    /// The request body cannot be sent again.
+    NotReplayable,
+}
+
+impl fmt::Display for Declined {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Declined::ObserveOnly => "retrying rate-limited responses is off",
+            Declined::OverCap => "the server's wait is above retry_after_cap",
+            Declined::OutOfRetries => "no retries left for this call",
+            Declined::OutOfTime => "the wait does not fit in what is left of max_wait",
+            Declined::NotReplayable => "the request body cannot be sent again",
+        })
+    }
+}
+
+/// The wait before another attempt, and whether the call takes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Decision {
+    pub(crate) wait: Duration,
+    pub(crate) reason: Reason,
+    pub(crate) declined: Option<Declined>,
+}
+
+/// What one call has spent so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Budget {
+    waited: Duration,
+    transient_retries: u32,
+    rate_limited_retries: u32,
+}
+
+impl Budget {
+    /// The wait before retrying an outcome classified `action` (never [`Action::Return`]),
+    /// given the server's `instruction` and a uniform draw `unit` in [0, 1) for the jitter.
+    pub(crate) fn decide(
+        &self,
+        action: Action,
+        instruction: Option<Duration>,
+        settings: &Settings,
+        unit: f64,
+    ) -> Decision {
+        let (wait, reason) = match instruction {
+            Some(instruction) => (
+                settings.backoff.instructed(instruction, unit),
+                Reason::Instructed,
+            ),
+            None => {
+                let retries = self.transient_retries + self.rate_limited_retries;
+                (settings.backoff.guessed(retries, unit), Reason::Guessed)
+            }
+        };
+        let (used, allowed) = match action {
+            Action::RateLimited => (self.rate_limited_retries, settings.rate_limited_retries),
+            _ => (self.transient_retries, settings.transient_retries),
+        };
+        let declined = if action == Action::RateLimited && !settings.retry_on_rate_limit {
+            Some(Declined::ObserveOnly)
+        } else if instruction.is_some_and(|instruction| instruction > settings.retry_after_cap) {
+            Some(Declined::OverCap)
+        } else if used >= allowed {
+            Some(Declined::OutOfRetries)
+        } else if self.waited.saturating_add(wait) > settings.max_wait {
+            Some(Declined::OutOfTime)
+        } else {
+            None
+        };
+        Decision {
+            wait,
+            reason,
+            declined,
+        }
+    }
+
+    /// Records a retry of kind `action` after `wait`.
+    pub(crate) fn spend(&mut self, action: Action, wait: Duration) {
+        self.waited = self.waited.saturating_add(wait);
+        match action {
+            Action::RateLimited => self.rate_limited_retries += 1,
+            _ => self.transient_retries += 1,
+        }
+    }
+
+    /// How many retries the call has made.
+    pub(crate) fn retries(&self) -> u32 {
+        self.transient_retries + self.rate_limited_retries
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    fn settings() -> Settings {
+        Settings::default()
+    }
+
+    #[test]
+    fn an_instruction_is_waited_with_additive_spread() {
+        let decision =
+            Budget::default().decide(Action::RateLimited, Some(2 * SECOND), &settings(), 0.5);
+        assert_eq!(decision.wait, 2 * SECOND + SECOND / 2);
+        assert_eq!(decision.reason, Reason::Instructed);
+        assert_eq!(decision.declined, None);
+    }
+
+    #[test]
+    fn without_an_instruction_the_wait_is_guessed_and_grows_with_the_retries() {
+        let mut budget = Budget::default();
+        let first = budget.decide(Action::Retry, None, &settings(), 0.0);
+        assert_eq!((first.wait, first.reason), (SECOND / 4, Reason::Guessed));
+        budget.spend(Action::Retry, first.wait);
+        budget.spend(Action::RateLimited, first.wait);
+        let third = budget.decide(Action::Retry, None, &settings(), 0.0);
+        assert_eq!(third.wait, SECOND);
+    }
+
+    #[test]
+    fn observe_only_declines_rate_limited_but_not_transient_retries() {
+        let mut observe = settings();
+        observe.retry_on_rate_limit = false;
+        let limited = Budget::default().decide(Action::RateLimited, Some(SECOND), &observe, 0.0);
+        assert_eq!(limited.declined, Some(Declined::ObserveOnly));
+        let transient = Budget::default().decide(Action::Retry, None, &observe, 0.0);
+        assert_eq!(transient.declined, None);
+    }
+
+    #[test]
+    fn an_instruction_over_the_cap_is_declined_not_shortened() {
+        let over =
+            Budget::default().decide(Action::RateLimited, Some(61 * SECOND), &settings(), 0.0);
+        assert_eq!(over.declined, Some(Declined::OverCap));
+        assert_eq!(over.wait, 61 * SECOND);
+        let at = Budget::default().decide(Action::RateLimited, Some(60 * SECOND), &settings(), 0.0);
+        assert_eq!(at.declined, None);
+        let transient =
+            Budget::default().decide(Action::Retry, Some(61 * SECOND), &settings(), 0.0);
+        assert_eq!(transient.declined, Some(Declined::OverCap));
+    }
+
+    #[test]
+    fn each_kind_of_retry_has_its_own_count() {
+        let mut budget = Budget::default();
+        for _ in 0..3 {
+            budget.spend(Action::Retry, Duration::ZERO);
+        }
+        let transient = budget.decide(Action::Retry, None, &settings(), 0.0);
+        assert_eq!(transient.declined, Some(Declined::OutOfRetries));
+        let limited = budget.decide(Action::RateLimited, None, &settings(), 0.0);
+        assert_eq!(limited.declined, None);
+        for _ in 0..10 {
+            budget.spend(Action::RateLimited, Duration::ZERO);
+        }
+        let limited = budget.decide(Action::RateLimited, None, &settings(), 0.0);
+        assert_eq!(limited.declined, Some(Declined::OutOfRetries));
+    }
+
+    #[test]
+    fn a_wait_that_does_not_fit_is_dropped_not_clamped() {
+        let mut budget = Budget::default();
+        budget.spend(Action::RateLimited, 100 * SECOND);
+        let fits = budget.decide(Action::RateLimited, Some(20 * SECOND), &settings(), 0.0);
+        assert_eq!(fits.declined, None);
+        let too_long = budget.decide(Action::RateLimited, Some(20 * SECOND), &settings(), 0.01);
+        assert_eq!(too_long.declined, Some(Declined::OutOfTime));
+        assert!(
+            too_long.wait > 20 * SECOND,
+            "the wait is reported whole, not clamped"
+        );
+    }
+}

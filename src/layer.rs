@@ -1,0 +1,228 @@
+//! [`RateLimitLayer`] and its settings.
+
+use std::time::Duration;
+
+use tower_layer::Layer;
+
+use crate::backoff::Backoff;
+use crate::policy::StatusPolicy;
+use crate::service::RateLimit;
+
+/// Applies [`RateLimit`] to a service. See the [crate documentation](crate) for what it does.
+///
+/// Every setting has a documented default and a floor; the floors are applied when the layer
+/// wraps a service, whatever order the setters were called in.
+///
+/// | setting | default |
+/// |---|---|
+/// | [`retry_on_rate_limit`](Self::retry_on_rate_limit) | on (off = observe only) |
+/// | [`retry_after_cap`](Self::retry_after_cap) | 60 s |
+/// | [`max_wait`](Self::max_wait) | 120 s, at least 2 × the cap |
+/// | [`transient_retries`](Self::transient_retries) | 3, at least 1 |
+/// | [`rate_limited_retries`](Self::rate_limited_retries) | 10, at least 1 |
+/// | [`backoff`](Self::backoff) | 500 ms × 2^n, at most 20 s, × U[0.5, 1] |
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use tower::ServiceBuilder;
+/// use tower_retry_after::RateLimitLayer;
+///
+/// let layer = RateLimitLayer::new()
+///     .retry_after_cap(Duration::from_secs(30))
+///     .max_wait(Duration::from_secs(90));
+/// let service = ServiceBuilder::new()
+///     .layer(layer)
+///     .service_fn(|_request: http::Request<String>| async {
+///         Ok::<_, std::convert::Infallible>(http::Response::new(String::new()))
+///     });
+/// # let _ = service;
+/// ```
+#[derive(Clone, Debug)]
+pub struct RateLimitLayer<P = StatusPolicy> {
+    policy: P,
+    settings: Settings,
+}
+
+/// The settings of one layer, shared by every call through it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Settings {
+    pub(crate) retry_on_rate_limit: bool,
+    pub(crate) retry_after_cap: Duration,
+    pub(crate) max_wait: Duration,
+    pub(crate) transient_retries: u32,
+    pub(crate) rate_limited_retries: u32,
+    pub(crate) backoff: Backoff,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            retry_on_rate_limit: true,
+            retry_after_cap: Duration::from_secs(60),
+            max_wait: Duration::from_secs(120),
+            transient_retries: 3,
+            rate_limited_retries: 10,
+            backoff: Backoff::default(),
+        }
+    }
+}
+
+impl Settings {
+    /// The settings in force: each floor applied.
+    pub(crate) fn effective(self) -> Self {
+        let floored = Settings {
+            // At parity with the cap, one wait could spend the whole budget.
+            max_wait: self.max_wait.max(self.retry_after_cap.saturating_mul(2)),
+            // Zero would silently turn retrying off; the policy is the way to do that.
+            transient_retries: self.transient_retries.max(1),
+            rate_limited_retries: self.rate_limited_retries.max(1),
+            ..self
+        };
+        if floored != self {
+            tracing::warn!(
+                target: "tower_retry_after",
+                requested = ?self,
+                in_force = ?floored,
+                "rate-limit settings below their floors were raised",
+            );
+        }
+        floored
+    }
+}
+
+impl RateLimitLayer {
+    /// A layer with the default settings and [`StatusPolicy`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl Default for RateLimitLayer {
+    fn default() -> Self {
+        RateLimitLayer {
+            policy: StatusPolicy::new(),
+            settings: Settings::default(),
+        }
+    }
+}
+
+impl<P> RateLimitLayer<P> {
+    /// Uses `policy` to decide what is retried and how bodies are replayed.
+    pub fn with_policy<Q>(self, policy: Q) -> RateLimitLayer<Q> {
+        RateLimitLayer {
+            policy,
+            settings: self.settings,
+        }
+    }
+
+    /// Whether rate-limited responses (429) are waited out and retried (default: on).
+    ///
+    /// Off, the layer only observes: it neither sleeps nor retries for a rate-limited response,
+    /// and hands it back with what it read attached.
+    pub fn retry_on_rate_limit(mut self, retry: bool) -> Self {
+        self.settings.retry_on_rate_limit = retry;
+        self
+    }
+
+    /// The longest instruction the layer will wait out (default 60 s).
+    ///
+    /// A longer `Retry-After` (or reset) is a guard against an absurd or hostile value: the
+    /// layer neither waits it nor shortens it, and returns that response to the caller at once.
+    pub fn retry_after_cap(mut self, cap: Duration) -> Self {
+        self.settings.retry_after_cap = cap;
+        self
+    }
+
+    /// The most one call may wait in total, every wait added up (default 120 s; at least twice
+    /// the cap, and raised to that if set lower).
+    ///
+    /// A wait that does not fit in what is left ends the call with the last response; it is
+    /// never shortened to fit.
+    ///
+    /// With [`rate_limited_retries`](Self::rate_limited_retries) this makes the crossover
+    /// between count and duration: at the defaults, instructions shorter than
+    /// `max_wait / rate_limited_retries` = 12 s run out of retries first, longer ones run out
+    /// of time first.
+    pub fn max_wait(mut self, max_wait: Duration) -> Self {
+        self.settings.max_wait = max_wait;
+        self
+    }
+
+    /// How many times one call retries transient failures: 408, 5xx, transport errors
+    /// (default 3, at least 1; to retry none, say so in the policy).
+    pub fn transient_retries(mut self, retries: u32) -> Self {
+        self.settings.transient_retries = retries;
+        self
+    }
+
+    /// How many times one call retries rate-limited responses, a backstop behind
+    /// [`max_wait`](Self::max_wait) (default 10, at least 1; to retry none, turn
+    /// [`retry_on_rate_limit`](Self::retry_on_rate_limit) off).
+    pub fn rate_limited_retries(mut self, retries: u32) -> Self {
+        self.settings.rate_limited_retries = retries;
+        self
+    }
+
+    /// The guessed-backoff schedule and the spread added to instructed waits.
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.settings.backoff = backoff;
+        self
+    }
+}
+
+impl<S, P: Clone> Layer<S> for RateLimitLayer<P> {
+    type Service = RateLimit<S, P>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RateLimit::with_settings(inner, self.policy.clone(), self.settings.effective())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn the_defaults_are_the_documented_ones() {
+        let settings = Settings::default();
+        assert!(settings.retry_on_rate_limit);
+        assert_eq!(settings.retry_after_cap, 60 * SECOND);
+        assert_eq!(settings.max_wait, 120 * SECOND);
+        assert_eq!(settings.transient_retries, 3);
+        assert_eq!(settings.rate_limited_retries, 10);
+        assert_eq!(settings.effective(), settings);
+    }
+
+    #[test]
+    fn the_budget_is_raised_to_twice_the_cap_whatever_the_order() {
+        let cap_first = RateLimitLayer::new()
+            .retry_after_cap(100 * SECOND)
+            .max_wait(150 * SECOND);
+        let budget_first = RateLimitLayer::new()
+            .max_wait(150 * SECOND)
+            .retry_after_cap(100 * SECOND);
+        for layer in [cap_first, budget_first] {
+            assert_eq!(layer.settings.effective().max_wait, 200 * SECOND);
+        }
+        let ample = RateLimitLayer::new()
+            .max_wait(300 * SECOND)
+            .settings
+            .effective();
+        assert_eq!(ample.max_wait, 300 * SECOND);
+    }
+
+    #[test]
+    fn zero_counts_are_raised_to_one() {
+        let settings = RateLimitLayer::new()
+            .transient_retries(0)
+            .rate_limited_retries(0)
+            .settings
+            .effective();
+        assert_eq!(settings.transient_retries, 1);
+        assert_eq!(settings.rate_limited_retries, 1);
+    }
+}

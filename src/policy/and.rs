@@ -1,0 +1,50 @@
+//! [`And`]: one policy decides, another may veto.
+
+use http::request::Parts;
+
+use super::{Action, Outcome, Policy};
+
+/// A policy where the first decides and the second may veto with [`Action::Return`]; made by
+/// [`PolicyExt::and`](super::PolicyExt::and).
+///
+/// # Example
+///
+/// ```
+/// use tower_retry_after::policy::{classify_fn, Action, Outcome, PolicyExt, StatusPolicy};
+///
+/// let policy = StatusPolicy::new().and(classify_fn(|_: &http::request::Parts, _: Outcome<'_, String>| Action::Return));
+/// # let _ = policy;
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct And<A, B> {
+    first: A,
+    second: B,
+}
+
+impl<A, B> And<A, B> {
+    pub(crate) fn new(first: A, second: B) -> Self {
+        And { first, second }
+    }
+}
+
+impl<Body, ResBody, A, B> Policy<Body, ResBody> for And<A, B>
+where
+    A: Policy<Body, ResBody>,
+    B: Policy<Body, ResBody>,
+{
+    fn classify(&mut self, request: &Parts, outcome: Outcome<'_, ResBody>) -> Action {
+        match self.first.classify(request, outcome) {
+            Action::Return => Action::Return,
+            decided => match self.second.classify(request, outcome) {
+                Action::Return => Action::Return,
+                _ => decided,
+            },
+        }
+    }
+
+    fn clone_body(&self, body: &Body) -> Option<Body> {
+        self.first
+            .clone_body(body)
+            .or_else(|| self.second.clone_body(body))
+    }
+}

@@ -1,0 +1,64 @@
+//! [`classify_fn`]: a closure as a policy.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use http::request::Parts;
+
+use super::{Action, Outcome, Policy};
+
+/// Makes a policy of a closure that classifies outcomes. It copies no body: on its own it
+/// retries nothing with a body, so it is meant to be combined with a policy that does
+/// ([`PolicyExt::and`](super::PolicyExt::and), [`PolicyExt::or`](super::PolicyExt::or)).
+///
+/// # Example
+///
+/// ```
+/// use tower_retry_after::policy::{classify_fn, Action, Outcome};
+///
+/// let only_429 = classify_fn(|_: &http::request::Parts, outcome: Outcome<'_, String>| match outcome {
+///     Outcome::Response(response) if response.status() == 429 => Action::RateLimited,
+///     _ => Action::Return,
+/// });
+/// # let _ = only_429;
+/// ```
+pub fn classify_fn<F, ResBody>(classify: F) -> ClassifyFn<F, ResBody>
+where
+    F: FnMut(&Parts, Outcome<'_, ResBody>) -> Action,
+{
+    ClassifyFn {
+        classify,
+        response: PhantomData,
+    }
+}
+
+/// A policy made of a closure; see [`classify_fn`].
+pub struct ClassifyFn<F, ResBody> {
+    classify: F,
+    // Names the response body type, so the closure's signature is fixed where it is written.
+    response: PhantomData<fn(ResBody)>,
+}
+
+impl<F: Clone, ResBody> Clone for ClassifyFn<F, ResBody> {
+    fn clone(&self) -> Self {
+        ClassifyFn {
+            classify: self.classify.clone(),
+            response: PhantomData,
+        }
+    }
+}
+
+impl<F, ResBody> fmt::Debug for ClassifyFn<F, ResBody> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClassifyFn").finish_non_exhaustive()
+    }
+}
+
+impl<B, ResBody, F> Policy<B, ResBody> for ClassifyFn<F, ResBody>
+where
+    F: FnMut(&Parts, Outcome<'_, ResBody>) -> Action,
+{
+    fn classify(&mut self, request: &Parts, outcome: Outcome<'_, ResBody>) -> Action {
+        (self.classify)(request, outcome)
+    }
+}

@@ -1,0 +1,194 @@
+//! What is retried, and how a request is sent again.
+//!
+//! A [`Policy`] sees each attempt's outcome (a response, or the inner service's error) and
+//! answers with an [`Action`]: hand it to the caller, retry after a wait, or treat it as rate
+//! limited. It also says how the request body is replayed: a body it cannot copy is sent once
+//! and never retried.
+//!
+//! [`StatusPolicy`] is the default, with the table from the crate's design: 429 is rate
+//! limited on any method, 408/500/502/503/504 and mid-flight transport errors are retried only
+//! for idempotent requests, connect errors (nothing was sent) on any method. Overrides merge
+//! over that table.
+//!
+//! Policies combine with [`PolicyExt::and`] and [`PolicyExt::or`], and a closure becomes one
+//! with [`classify_fn`].
+//!
+//! # Example
+//!
+//! ```
+//! use http::StatusCode;
+//! use tower_retry_after::policy::{classify_fn, Action, Behaviour, PolicyExt, StatusPolicy};
+//!
+//! // 520 (an origin error behind a CDN) is retried like a 502; 502 and 503 keep their defaults.
+//! let table = StatusPolicy::new().on(StatusCode::from_u16(520).unwrap(), Behaviour::RetryIfIdempotent);
+//! // Never retry anything under /payments, whatever the table says.
+//! let payments = classify_fn(|request: &http::request::Parts, _outcome| {
+//!     if request.uri.path().starts_with("/payments") {
+//!         Action::Return
+//!     } else {
+//!         Action::Retry
+//!     }
+//! });
+//! let policy = table.and(payments);
+//! # fn check<P: tower_retry_after::policy::Policy<String, String>>(_: &P) {}
+//! # check(&policy);
+//! ```
+
+mod and;
+mod classify_fn;
+mod idempotent;
+mod or;
+mod replay;
+mod status;
+mod transport;
+
+use http::Response;
+use http::request::Parts;
+
+pub use and::And;
+pub use classify_fn::{ClassifyFn, classify_fn};
+pub use idempotent::is_idempotent;
+pub use or::Or;
+pub use replay::ReplayBody;
+pub use status::{Behaviour, StatusPolicy};
+pub use transport::is_connect_error;
+
+/// The error type of the layer and of what a policy sees: any error, boxed (tower's convention).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What an attempt produced: a response, or the inner service's error.
+#[derive(Debug)]
+pub enum Outcome<'a, ResBody> {
+    /// The server answered.
+    Response(&'a Response<ResBody>),
+    /// The inner service failed (a transport error, a timeout, …).
+    Error(&'a BoxError),
+}
+
+impl<ResBody> Clone for Outcome<'_, ResBody> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<ResBody> Copy for Outcome<'_, ResBody> {}
+
+/// What to do with an attempt's outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Hand the outcome to the caller.
+    Return,
+    /// A transient failure: retry, after the server's instruction if it gave one (a
+    /// `Retry-After` on a 503), otherwise after a guessed backoff. Counts against the
+    /// transient retries.
+    Retry,
+    /// The server is rate limiting the client: retry after its instruction (or a guess), if the
+    /// layer retries rate-limited responses at all. Counts against the rate-limited retries.
+    RateLimited,
+}
+
+/// Decides what is retried, and how a request body is replayed.
+///
+/// `B` is the request body type, `ResBody` the response body type. A policy is cloned for each
+/// call, so `&mut self` state lives as long as one call and its retries.
+///
+/// # Example
+///
+/// ```
+/// use http::request::Parts;
+/// use tower_retry_after::policy::{Action, Outcome, Policy};
+///
+/// /// Retries every 5xx, on any method: only for an API whose writes are all idempotent.
+/// #[derive(Clone)]
+/// struct AllWritesIdempotent;
+///
+/// impl<ResBody> Policy<String, ResBody> for AllWritesIdempotent {
+///     fn classify(&mut self, _request: &Parts, outcome: Outcome<'_, ResBody>) -> Action {
+///         match outcome {
+///             Outcome::Response(response) if response.status().as_u16() == 429 => Action::RateLimited,
+///             Outcome::Response(response) if response.status().is_server_error() => Action::Retry,
+///             Outcome::Response(_) => Action::Return,
+///             Outcome::Error(_) => Action::Retry,
+///         }
+///     }
+///
+///     fn clone_body(&self, body: &String) -> Option<String> {
+///         Some(body.clone())
+///     }
+/// }
+/// ```
+pub trait Policy<B, ResBody> {
+    /// What to do with this outcome of the request described by `request`.
+    fn classify(&mut self, request: &Parts, outcome: Outcome<'_, ResBody>) -> Action;
+
+    /// A copy of the request body for another attempt; `None` (the default) means the request
+    /// is sent once and never retried.
+    fn clone_body(&self, _body: &B) -> Option<B> {
+        None
+    }
+}
+
+impl<B, ResBody, P> Policy<B, ResBody> for &mut P
+where
+    P: Policy<B, ResBody> + ?Sized,
+{
+    fn classify(&mut self, request: &Parts, outcome: Outcome<'_, ResBody>) -> Action {
+        (**self).classify(request, outcome)
+    }
+
+    fn clone_body(&self, body: &B) -> Option<B> {
+        (**self).clone_body(body)
+    }
+}
+
+impl<B, ResBody, P> Policy<B, ResBody> for Box<P>
+where
+    P: Policy<B, ResBody> + ?Sized,
+{
+    fn classify(&mut self, request: &Parts, outcome: Outcome<'_, ResBody>) -> Action {
+        (**self).classify(request, outcome)
+    }
+
+    fn clone_body(&self, body: &B) -> Option<B> {
+        (**self).clone_body(body)
+    }
+}
+
+/// Combinators for policies.
+pub trait PolicyExt: Sized {
+    /// `self` decides, and `other` may veto: where `other` says [`Action::Return`], the outcome
+    /// is returned. A body is copied by whichever of the two can.
+    ///
+    /// ```
+    /// use tower_retry_after::policy::{classify_fn, Action, Outcome, PolicyExt, StatusPolicy};
+    ///
+    /// let no_retries_for_uploads = StatusPolicy::new().and(classify_fn(|request: &http::request::Parts, _: Outcome<'_, String>| {
+    ///     if request.uri.path() == "/upload" { Action::Return } else { Action::Retry }
+    /// }));
+    /// # let _ = no_retries_for_uploads;
+    /// ```
+    fn and<Q>(self, other: Q) -> And<Self, Q> {
+        And::new(self, other)
+    }
+
+    /// `self` decides, and where it says [`Action::Return`], `other` decides. A body is copied
+    /// by whichever of the two can.
+    ///
+    /// ```
+    /// use tower_retry_after::policy::{classify_fn, Action, Outcome, PolicyExt, StatusPolicy};
+    ///
+    /// // Also retry 409 Conflict, which this API uses for "try again".
+    /// let conflicts_too = StatusPolicy::new().or(classify_fn(|_: &http::request::Parts, outcome: Outcome<'_, String>| {
+    ///     match outcome {
+    ///         Outcome::Response(response) if response.status() == 409 => Action::Retry,
+    ///         _ => Action::Return,
+    ///     }
+    /// }));
+    /// # let _ = conflicts_too;
+    /// ```
+    fn or<Q>(self, other: Q) -> Or<Self, Q> {
+        Or::new(self, other)
+    }
+}
+
+impl<P> PolicyExt for P {}

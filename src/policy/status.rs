@@ -1,0 +1,295 @@
+//! [`StatusPolicy`]: the default table of what is retried, with overrides merged over it.
+
+use std::sync::Arc;
+
+use http::StatusCode;
+use http::request::Parts;
+
+use super::replay::ReplayBody;
+use super::{Action, Outcome, Policy, is_connect_error, is_idempotent};
+
+/// What an outcome means for retrying, before the request's idempotency is known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Behaviour {
+    /// Hand it to the caller.
+    Return,
+    /// Retry only if the request is idempotent: the server may have acted on it.
+    RetryIfIdempotent,
+    /// Retry on any method: the server did not act on it.
+    Retry,
+    /// The server is rate limiting: retry on any method (a limiter rejects before the
+    /// application runs, so nothing executed).
+    RateLimited,
+}
+
+/// The default policy: the table below, with any [`on`](StatusPolicy::on) overrides merged
+/// over it, and a server's `x-should-retry` header over both.
+///
+/// | outcome | behaviour |
+/// |---|---|
+/// | 429 | rate limited, on any method, POST included |
+/// | 408, 500, 502, 503, 504 | retried only if the request is idempotent |
+/// | 501, 505, 511, other 5xx | returned |
+/// | other 4xx, 2xx, 3xx | returned |
+/// | transport error while connecting (nothing sent) | retried on any method |
+/// | other transport error (timeout, reset mid-flight) | retried only if idempotent |
+///
+/// Idempotent: see [`is_idempotent`]. `x-should-retry: false` on a response returns it;
+/// `x-should-retry: true` on a 4xx or 5xx retries it on any method (the server says it is
+/// safe), and leaves a rate-limited outcome rate limited.
+///
+/// Request bodies replay through [`ReplayBody`].
+///
+/// # Example
+///
+/// ```
+/// use http::StatusCode;
+/// use tower_retry_after::policy::{Behaviour, StatusPolicy};
+///
+/// // Overriding 520 changes 520 and nothing else: 502 and 503 keep their defaults.
+/// let policy = StatusPolicy::new()
+///     .on(StatusCode::from_u16(520).unwrap(), Behaviour::RetryIfIdempotent)
+///     .on(StatusCode::SERVICE_UNAVAILABLE, Behaviour::RateLimited);
+/// # let _ = policy;
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct StatusPolicy {
+    // Shared: the policy is cloned for every call, and most tables have no override, which
+    // then costs the clone nothing.
+    overrides: Option<Arc<Vec<(StatusCode, Behaviour)>>>,
+}
+
+impl StatusPolicy {
+    /// The default table, without overrides.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the behaviour for one status, leaving every other status as it was.
+    pub fn on(mut self, status: StatusCode, behaviour: Behaviour) -> Self {
+        let overrides = Arc::make_mut(self.overrides.get_or_insert_default());
+        overrides.retain(|(known, _)| *known != status);
+        overrides.push((status, behaviour));
+        self
+    }
+
+    /// The behaviour for a response status: the override if there is one, else the default.
+    pub fn behaviour(&self, status: StatusCode) -> Behaviour {
+        self.overrides
+            .iter()
+            .flat_map(|overrides| overrides.iter())
+            .find(|(known, _)| *known == status)
+            .map_or_else(|| default_behaviour(status), |(_, behaviour)| *behaviour)
+    }
+
+    /// The action for an outcome of `request`: what [`Policy::classify`] answers. Usable from a
+    /// policy of your own, for instance one that replays a body type [`ReplayBody`] does not
+    /// cover.
+    pub fn action<ResBody>(&self, request: &Parts, outcome: Outcome<'_, ResBody>) -> Action {
+        let behaviour = match outcome {
+            Outcome::Response(response) => {
+                let behaviour = self.behaviour(response.status());
+                match should_retry(response.headers()) {
+                    Some(false) => Behaviour::Return,
+                    Some(true) if behaviour == Behaviour::RateLimited => behaviour,
+                    Some(true) if is_failure(response.status()) => Behaviour::Retry,
+                    _ => behaviour,
+                }
+            }
+            Outcome::Error(error) if is_connect_error(error) => Behaviour::Retry,
+            Outcome::Error(_) => Behaviour::RetryIfIdempotent,
+        };
+        match behaviour {
+            Behaviour::Return => Action::Return,
+            Behaviour::RetryIfIdempotent if is_idempotent(request) => Action::Retry,
+            Behaviour::RetryIfIdempotent => Action::Return,
+            Behaviour::Retry => Action::Retry,
+            Behaviour::RateLimited => Action::RateLimited,
+        }
+    }
+}
+
+impl<B: ReplayBody, ResBody> Policy<B, ResBody> for StatusPolicy {
+    fn classify(&mut self, request: &Parts, outcome: Outcome<'_, ResBody>) -> Action {
+        self.action(request, outcome)
+    }
+
+    fn clone_body(&self, body: &B) -> Option<B> {
+        body.replay()
+    }
+}
+
+fn default_behaviour(status: StatusCode) -> Behaviour {
+    match status.as_u16() {
+        429 => Behaviour::RateLimited,
+        408 | 500 | 502 | 503 | 504 => Behaviour::RetryIfIdempotent,
+        _ => Behaviour::Return,
+    }
+}
+
+fn is_failure(status: StatusCode) -> bool {
+    status.is_client_error() || status.is_server_error()
+}
+
+/// The server's own verdict, `x-should-retry: true|false` (sent by some API servers).
+fn should_retry(headers: &http::HeaderMap) -> Option<bool> {
+    match headers.get("x-should-retry")?.as_bytes() {
+        b"true" => Some(true),
+        b"false" => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::Response;
+
+    fn request(method: &str) -> Parts {
+        http::Request::builder()
+            .method(method)
+            .uri("http://api.test/")
+            .body(())
+            .unwrap()
+            .into_parts()
+            .0
+    }
+
+    fn response(status: u16, should_retry: Option<&'static str>) -> Response<()> {
+        let mut response = Response::builder().status(status);
+        if let Some(value) = should_retry {
+            response = response.header("x-should-retry", value);
+        }
+        response.body(()).unwrap()
+    }
+
+    fn action(policy: &StatusPolicy, method: &str, status: u16) -> Action {
+        policy.action(&request(method), Outcome::Response(&response(status, None)))
+    }
+
+    #[test]
+    fn the_default_table() {
+        let policy = StatusPolicy::new();
+        for method in ["GET", "POST"] {
+            assert_eq!(
+                action(&policy, method, 429),
+                Action::RateLimited,
+                "{method}"
+            );
+            for status in [
+                200, 201, 301, 304, 400, 401, 403, 404, 409, 422, 501, 505, 511, 599,
+            ] {
+                assert_eq!(
+                    action(&policy, method, status),
+                    Action::Return,
+                    "{method} {status}"
+                );
+            }
+        }
+        for status in [408, 500, 502, 503, 504] {
+            assert_eq!(
+                action(&policy, "GET", status),
+                Action::Retry,
+                "GET {status}"
+            );
+            assert_eq!(
+                action(&policy, "PUT", status),
+                Action::Retry,
+                "PUT {status}"
+            );
+            assert_eq!(
+                action(&policy, "POST", status),
+                Action::Return,
+                "POST {status}"
+            );
+            assert_eq!(
+                action(&policy, "PATCH", status),
+                Action::Return,
+                "PATCH {status}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_override_changes_its_status_and_nothing_else() {
+        let policy = StatusPolicy::new().on(
+            StatusCode::from_u16(520).unwrap(),
+            Behaviour::RetryIfIdempotent,
+        );
+        assert_eq!(action(&policy, "GET", 520), Action::Retry);
+        assert_eq!(action(&StatusPolicy::new(), "GET", 520), Action::Return);
+        for status in [408, 500, 502, 503, 504] {
+            assert_eq!(action(&policy, "GET", status), Action::Retry, "{status}");
+            assert_eq!(action(&policy, "POST", status), Action::Return, "{status}");
+        }
+        assert_eq!(action(&policy, "POST", 429), Action::RateLimited);
+        assert_eq!(action(&policy, "GET", 501), Action::Return);
+    }
+
+    #[test]
+    fn a_later_override_of_the_same_status_replaces_the_earlier() {
+        let policy = StatusPolicy::new()
+            .on(StatusCode::BAD_GATEWAY, Behaviour::Retry)
+            .on(StatusCode::BAD_GATEWAY, Behaviour::Return);
+        assert_eq!(action(&policy, "GET", 502), Action::Return);
+        assert_eq!(policy.overrides.unwrap().len(), 1);
+    }
+
+    #[test]
+    fn overrides_can_loosen_and_tighten() {
+        let policy = StatusPolicy::new()
+            .on(StatusCode::BAD_GATEWAY, Behaviour::Retry)
+            .on(StatusCode::TOO_MANY_REQUESTS, Behaviour::Return)
+            .on(StatusCode::SERVICE_UNAVAILABLE, Behaviour::RateLimited);
+        assert_eq!(action(&policy, "POST", 502), Action::Retry);
+        assert_eq!(action(&policy, "GET", 429), Action::Return);
+        assert_eq!(action(&policy, "POST", 503), Action::RateLimited);
+    }
+
+    #[test]
+    fn an_idempotency_key_makes_a_post_retryable() {
+        let mut keyed = request("POST");
+        keyed
+            .headers
+            .insert("idempotency-key", "k".parse().unwrap());
+        let outcome = response(502, None);
+        assert_eq!(
+            StatusPolicy::new().action(&keyed, Outcome::Response(&outcome)),
+            Action::Retry
+        );
+    }
+
+    #[test]
+    fn x_should_retry_overrides_the_table() {
+        let policy = StatusPolicy::new();
+        let post = request("POST");
+        let verdict =
+            |status, value| policy.action(&post, Outcome::Response(&response(status, Some(value))));
+        assert_eq!(verdict(502, "true"), Action::Retry);
+        assert_eq!(verdict(409, "true"), Action::Retry);
+        assert_eq!(verdict(429, "true"), Action::RateLimited);
+        assert_eq!(verdict(429, "false"), Action::Return);
+        assert_eq!(verdict(200, "true"), Action::Return);
+        assert_eq!(verdict(502, "maybe"), Action::Return);
+        let get = request("GET");
+        let outcome = response(503, Some("false"));
+        assert_eq!(
+            policy.action(&get, Outcome::Response(&outcome)),
+            Action::Return
+        );
+    }
+
+    #[test]
+    fn transport_errors_that_are_not_connect_errors_need_idempotency() {
+        let error: super::super::BoxError = "connection reset".into();
+        let policy = StatusPolicy::new();
+        assert_eq!(
+            policy.action::<()>(&request("GET"), Outcome::Error(&error)),
+            Action::Retry
+        );
+        assert_eq!(
+            policy.action::<()>(&request("POST"), Outcome::Error(&error)),
+            Action::Return
+        );
+    }
+}

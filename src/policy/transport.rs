@@ -1,0 +1,41 @@
+//! Transport errors: which ones sent nothing.
+
+use super::BoxError;
+
+/// Whether `error` happened while connecting, before any byte of the request was sent: then
+/// retrying cannot run the request twice, whatever its method.
+///
+/// Recognises hyper-util's legacy client errors (`is_connect`) anywhere in the error's source
+/// chain, so the answer survives wrapping by other layers. Without the `hyper-util` feature,
+/// no error is known to be a connect error.
+///
+/// # Example
+///
+/// ```
+/// use tower_retry_after::policy::{is_connect_error, BoxError};
+///
+/// let timeout: BoxError = "request timed out".into();
+/// assert!(!is_connect_error(&timeout));
+/// ```
+pub fn is_connect_error(error: &BoxError) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error.as_ref());
+    while let Some(error) = cause {
+        if is_hyper_util_connect_error(error) {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
+}
+
+#[cfg(feature = "hyper-util")]
+fn is_hyper_util_connect_error(error: &(dyn std::error::Error + 'static)) -> bool {
+    error
+        .downcast_ref::<hyper_util::client::legacy::Error>()
+        .is_some_and(hyper_util::client::legacy::Error::is_connect)
+}
+
+#[cfg(not(feature = "hyper-util"))]
+fn is_hyper_util_connect_error(_error: &(dyn std::error::Error + 'static)) -> bool {
+    false
+}

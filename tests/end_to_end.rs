@@ -1,0 +1,285 @@
+//! The layer end to end: a hyper-util client through `RateLimitLayer` against a real hyper
+//! server on loopback that counts what it received. The clock is paused: every wait is
+//! simulated, and the server stamps arrivals with the same clock.
+
+mod support;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, StatusCode};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use support::{TestServer, client, header};
+use tokio::time::Instant;
+use tower::{Service, ServiceBuilder, ServiceExt};
+use tower_retry_after::policy::{Behaviour, StatusPolicy};
+use tower_retry_after::{BoxError, RateLimitInfo, RateLimitLayer};
+
+const SECOND: Duration = Duration::from_secs(1);
+
+fn full(text: &'static str) -> Full<Bytes> {
+    Full::new(Bytes::from_static(text.as_bytes()))
+}
+
+/// Sends one request through `layer` over a fresh hyper-util client.
+async fn send(
+    layer: RateLimitLayer,
+    request: Request<Full<Bytes>>,
+) -> Result<http::Response<hyper::body::Incoming>, BoxError> {
+    let mut service = ServiceBuilder::new().layer(layer).service(client());
+    service.ready().await?.call(request).await
+}
+
+fn post(server: &TestServer, path: &str) -> Request<Full<Bytes>> {
+    Request::post(server.url(path))
+        .body(full(r#"{"capture":1}"#))
+        .unwrap()
+}
+
+fn get(server: &TestServer, path: &str) -> Request<Full<Bytes>> {
+    Request::get(server.url(path)).body(full("")).unwrap()
+}
+
+/// Answers `status` to the first `times` requests on a path, 200 after.
+fn fails(
+    status: u16,
+    times: usize,
+    headers: Vec<(&'static str, String)>,
+) -> impl Fn(&http::Method, &str, usize) -> (u16, Vec<(&'static str, String)>) {
+    move |_, _, nth| {
+        if nth < times {
+            (status, headers.clone())
+        } else {
+            (200, vec![])
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn post_and_502_is_sent_exactly_once() {
+    let server = TestServer::start(fails(502, usize::MAX, vec![])).await;
+    let response = send(RateLimitLayer::new(), post(&server, "/capture"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
+    assert_eq!(server.count("POST", "/capture"), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn post_and_429_is_retried_no_sooner_than_retry_after() {
+    let server = TestServer::start(fails(429, 1, vec![header("retry-after", 2)])).await;
+    let response = send(RateLimitLayer::new(), post(&server, "/capture"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let arrivals = server.arrivals("POST", "/capture");
+    assert_eq!(arrivals.len(), 2);
+    let gap = arrivals[1] - arrivals[0];
+    assert!(gap >= 2 * SECOND, "retried after {gap:?}");
+    assert!(gap < 3 * SECOND, "spread beyond its second: {gap:?}");
+    let bodies: Vec<_> = server.received().into_iter().map(|r| r.body).collect();
+    assert_eq!(bodies[0], bodies[1], "the retry sends the same body");
+}
+
+#[tokio::test(start_paused = true)]
+async fn get_and_503_is_retried_up_to_the_count() {
+    let server = TestServer::start(fails(503, usize::MAX, vec![])).await;
+    let response = send(RateLimitLayer::new(), get(&server, "/items"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        server.count("GET", "/items"),
+        4,
+        "one attempt and three retries"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_after_zero_is_a_guess_and_attempts_are_never_back_to_back() {
+    let server = TestServer::start(fails(429, 5, vec![header("retry-after", 0)])).await;
+    let response = send(RateLimitLayer::new(), post(&server, "/capture"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let arrivals = server.arrivals("POST", "/capture");
+    assert_eq!(arrivals.len(), 6);
+    for pair in arrivals.windows(2) {
+        let gap = pair[1] - pair[0];
+        assert!(
+            gap >= SECOND / 4,
+            "attempts {gap:?} apart, below the backoff floor"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_after_over_the_cap_returns_the_429_at_once() {
+    let server = TestServer::start(fails(429, usize::MAX, vec![header("retry-after", 61)])).await;
+    let started = Instant::now();
+    let response = send(RateLimitLayer::new(), post(&server, "/capture"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(server.count("POST", "/capture"), 1);
+    assert!(started.elapsed() < SECOND, "waited {:?}", started.elapsed());
+    let info = response.extensions().get::<RateLimitInfo>().unwrap();
+    assert_eq!(
+        info.retry_after(),
+        Some(61 * SECOND),
+        "the caller sees what the server said"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_wait_that_does_not_fit_the_budget_returns_at_once_not_shortened() {
+    let server = TestServer::start(fails(429, usize::MAX, vec![header("retry-after", 50)])).await;
+    let started = Instant::now();
+    let response = send(RateLimitLayer::new(), post(&server, "/capture"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    let arrivals = server.arrivals("POST", "/capture");
+    assert_eq!(
+        arrivals.len(),
+        3,
+        "two 50 s waits fit in 120 s, a third does not"
+    );
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= 100 * SECOND && elapsed < 102 * SECOND,
+        "{elapsed:?}"
+    );
+    assert!(arrivals[2] - arrivals[0] >= 100 * SECOND);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_override_for_520_leaves_502_and_503_as_they_were() {
+    let server = TestServer::start(|_, path: &str, _| {
+        let status = path.trim_start_matches('/').parse().unwrap();
+        (status, vec![])
+    })
+    .await;
+    let policy = StatusPolicy::new().on(
+        StatusCode::from_u16(520).unwrap(),
+        Behaviour::RetryIfIdempotent,
+    );
+    let layer = RateLimitLayer::new().with_policy(policy);
+    for path in ["/520", "/502", "/503"] {
+        send(layer.clone(), get(&server, path)).await.unwrap();
+        send(layer.clone(), post(&server, path)).await.unwrap();
+    }
+    assert_eq!(server.count("GET", "/520"), 4, "520 now retried for GET");
+    assert_eq!(server.count("POST", "/520"), 1);
+    assert_eq!(server.count("GET", "/502"), 4);
+    assert_eq!(server.count("POST", "/502"), 1);
+    assert_eq!(server.count("GET", "/503"), 4);
+    assert_eq!(server.count("POST", "/503"), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_streaming_body_is_sent_once() {
+    let server = TestServer::start(fails(429, usize::MAX, vec![header("retry-after", 1)])).await;
+    let chunks = futures_chunks(&["{\"part\":1}", "{\"part\":2}"]);
+    let body: BoxBody<Bytes, BoxError> = StreamBody::new(chunks).boxed();
+    let mut service = ServiceBuilder::new()
+        .layer(RateLimitLayer::new())
+        .service(client::<BoxBody<Bytes, BoxError>>());
+    let request = Request::post(server.url("/upload")).body(body).unwrap();
+    let response = service.ready().await.unwrap().call(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(server.count("POST", "/upload"), 1);
+    assert_eq!(&server.received()[0].body[..], b"{\"part\":1}{\"part\":2}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_empty_boxed_body_replays() {
+    let server = TestServer::start(fails(429, 1, vec![header("retry-after", 1)])).await;
+    let body: BoxBody<Bytes, BoxError> = http_body_util::Empty::new().map_err(Into::into).boxed();
+    let mut service = ServiceBuilder::new()
+        .layer(RateLimitLayer::new())
+        .service(client::<BoxBody<Bytes, BoxError>>());
+    let request = Request::delete(server.url("/items/7")).body(body).unwrap();
+    let response = service.ready().await.unwrap().call(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(server.count("DELETE", "/items/7"), 2);
+}
+
+/// The layer under a timeout and a trace layer, the way the README stacks it, behaves the same.
+#[tokio::test(start_paused = true)]
+async fn under_timeout_and_trace_layers_the_counts_are_the_same() {
+    let server =
+        TestServer::start(
+            |method: &http::Method, path: &str, nth| match (method.as_str(), path) {
+                ("POST", "/capture") => (502, vec![]),
+                ("POST", "/limited") if nth == 0 => (429, vec![header("retry-after", 2)]),
+                ("GET", "/flaky") => (503, vec![]),
+                _ => (200, vec![]),
+            },
+        )
+        .await;
+    let mut service = ServiceBuilder::new()
+        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .timeout(Duration::from_secs(300))
+        .layer(RateLimitLayer::new())
+        .service(client());
+    let mut call = async |request| service.ready().await.unwrap().call(request).await.unwrap();
+    assert_eq!(call(post(&server, "/capture")).await.status(), 502);
+    assert_eq!(call(post(&server, "/limited")).await.status(), 200);
+    assert_eq!(call(get(&server, "/flaky")).await.status(), 503);
+    assert_eq!(server.count("POST", "/capture"), 1);
+    assert_eq!(server.count("POST", "/limited"), 2);
+    let limited = server.arrivals("POST", "/limited");
+    assert!(limited[1] - limited[0] >= 2 * SECOND);
+    assert_eq!(server.count("GET", "/flaky"), 4);
+}
+
+/// A connect error sent nothing, so even a POST is retried; the attempts are counted by a
+/// service under the layer, since no server sees them.
+#[tokio::test(start_paused = true)]
+async fn a_connect_error_is_retried_on_any_method() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let attempts = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = attempts.clone();
+    let mut service = ServiceBuilder::new()
+        .layer(RateLimitLayer::new())
+        .map_request(move |request: Request<Full<Bytes>>| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            request
+        })
+        .service(client());
+    let request = Request::post(format!("http://{closed}/capture"))
+        .body(full("{}"))
+        .unwrap();
+    let error = service
+        .ready()
+        .await
+        .unwrap()
+        .call(request)
+        .await
+        .unwrap_err();
+    assert!(
+        tower_retry_after::policy::is_connect_error(&error),
+        "{error:?}"
+    );
+    assert_eq!(attempts.load(std::sync::atomic::Ordering::SeqCst), 4);
+}
+
+fn futures_chunks(
+    chunks: &[&'static str],
+) -> impl futures_util::Stream<Item = Result<hyper::body::Frame<Bytes>, BoxError>> + Send + Sync + 'static
+{
+    let frames: Vec<Result<_, BoxError>> = chunks
+        .iter()
+        .map(|chunk| {
+            Ok(hyper::body::Frame::data(Bytes::from_static(
+                chunk.as_bytes(),
+            )))
+        })
+        .collect();
+    futures_util::stream::iter(frames)
+}

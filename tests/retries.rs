@@ -1,0 +1,294 @@
+//! The retry rules one by one, over a scripted inner service on a paused clock.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http::{Request, Response, StatusCode};
+use tokio::time::Instant;
+use tower::{BoxError, Service, ServiceExt};
+use tower_retry_after::{RateLimitInfo, RateLimitLayer};
+
+const SECOND: Duration = Duration::from_secs(1);
+
+/// What the inner service answers to one attempt.
+type Answer = Result<Response<String>, &'static str>;
+
+/// An inner service answering from a script (then 200s), recording when each attempt came.
+#[derive(Clone, Default)]
+struct Script {
+    answers: Arc<Mutex<VecDeque<Answer>>>,
+    attempts: Arc<Mutex<Vec<Instant>>>,
+}
+
+impl Script {
+    fn new(answers: impl IntoIterator<Item = Answer>) -> Self {
+        let script = Script::default();
+        script.answers.lock().unwrap().extend(answers);
+        script
+    }
+
+    fn repeat(answer: Response<String>, times: usize) -> Self {
+        Script::new((0..times).map(|_| Ok(clone(&answer))))
+    }
+
+    fn attempts(&self) -> Vec<Instant> {
+        self.attempts.lock().unwrap().clone()
+    }
+
+    fn gaps(&self) -> Vec<Duration> {
+        self.attempts()
+            .windows(2)
+            .map(|pair| pair[1] - pair[0])
+            .collect()
+    }
+
+    fn service(
+        &self,
+    ) -> impl Service<Request<String>, Response = Response<String>, Error = BoxError, Future: Send> + Clone
+    {
+        let script = self.clone();
+        tower::service_fn(move |_request: Request<String>| {
+            let script = script.clone();
+            async move {
+                script.attempts.lock().unwrap().push(Instant::now());
+                let answer = script.answers.lock().unwrap().pop_front();
+                match answer {
+                    Some(Ok(response)) => Ok(response),
+                    Some(Err(error)) => Err(BoxError::from(error)),
+                    None => Ok(Response::new(String::new())),
+                }
+            }
+        })
+    }
+}
+
+fn clone(response: &Response<String>) -> Response<String> {
+    let mut copy = Response::new(response.body().clone());
+    *copy.status_mut() = response.status();
+    *copy.headers_mut() = response.headers().clone();
+    copy
+}
+
+fn status(code: u16, headers: &[(&'static str, &'static str)]) -> Response<String> {
+    let mut response = Response::builder().status(code);
+    for (name, value) in headers {
+        response = response.header(*name, *value);
+    }
+    response.body(String::new()).unwrap()
+}
+
+async fn call(
+    layer: RateLimitLayer,
+    script: &Script,
+    method: &str,
+) -> Result<Response<String>, BoxError> {
+    let mut service = tower::Layer::layer(&layer, script.service());
+    let request = Request::builder()
+        .method(method)
+        .uri("http://api.test/items")
+        .body("{}".to_owned())
+        .unwrap();
+    service.ready().await?.call(request).await
+}
+
+#[tokio::test(start_paused = true)]
+async fn count_binds_below_the_crossover_and_time_above_it() {
+    // Defaults: 10 rate-limited retries, 120 s: the crossover is at 12 s a wait.
+    let short = Script::repeat(status(429, &[("retry-after", "5")]), 100);
+    call(RateLimitLayer::new(), &short, "POST").await.unwrap();
+    assert_eq!(
+        short.attempts().len(),
+        11,
+        "5 s waits: the count of 10 retries binds"
+    );
+
+    let long = Script::repeat(status(429, &[("retry-after", "25")]), 100);
+    call(RateLimitLayer::new(), &long, "POST").await.unwrap();
+    assert_eq!(
+        long.attempts().len(),
+        5,
+        "25 s waits: four fit in 120 s, a fifth does not"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_budget_set_below_twice_the_cap_is_raised_to_it() {
+    let script = Script::repeat(status(429, &[("retry-after", "30")]), 1);
+    let layer = RateLimitLayer::new().max_wait(10 * SECOND);
+    let response = call(layer, &script, "POST").await.unwrap();
+    assert_eq!(
+        response.status(),
+        StatusCode::OK,
+        "120 s in force, so 30 s fits"
+    );
+    assert_eq!(script.attempts().len(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn zero_retry_counts_are_raised_to_one() {
+    let script = Script::repeat(status(503, &[]), 5);
+    call(RateLimitLayer::new().transient_retries(0), &script, "GET")
+        .await
+        .unwrap();
+    assert_eq!(script.attempts().len(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn observe_only_neither_sleeps_nor_retries_but_surfaces_what_it_read() {
+    let script = Script::repeat(status(429, &[("retry-after", "2")]), 5);
+    let started = Instant::now();
+    let layer = RateLimitLayer::new().retry_on_rate_limit(false);
+    let response = call(layer, &script, "GET").await.unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(script.attempts().len(), 1);
+    assert_eq!(started.elapsed(), Duration::ZERO);
+    let info = response.extensions().get::<RateLimitInfo>().unwrap();
+    assert_eq!(info.retry_after(), Some(2 * SECOND));
+}
+
+#[tokio::test(start_paused = true)]
+async fn observe_only_still_retries_transient_failures() {
+    let script = Script::repeat(status(503, &[]), 1);
+    let layer = RateLimitLayer::new().retry_on_rate_limit(false);
+    assert_eq!(call(layer, &script, "GET").await.unwrap().status(), 200);
+    assert_eq!(script.attempts().len(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_meter_that_said_zero_is_an_instruction() {
+    let exhausted = status(429, &[("ratelimit", r#""default";r=0;t=3"#)]);
+    let script = Script::repeat(exhausted, 1);
+    call(RateLimitLayer::new(), &script, "POST").await.unwrap();
+    let gap = script.gaps()[0];
+    assert!(gap >= 3 * SECOND && gap < 4 * SECOND, "{gap:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_after_on_a_retried_503_is_honoured() {
+    let script = Script::repeat(status(503, &[("retry-after", "5")]), 1);
+    call(RateLimitLayer::new(), &script, "GET").await.unwrap();
+    let gap = script.gaps()[0];
+    assert!(gap >= 5 * SECOND && gap < 6 * SECOND, "{gap:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn instructed_waits_are_never_shorter_than_the_instruction_and_spread_within_a_second() {
+    let script = Script::repeat(status(429, &[("retry-after", "2")]), 10);
+    let layer = RateLimitLayer::new().rate_limited_retries(10);
+    call(layer, &script, "POST").await.unwrap();
+    let gaps = script.gaps();
+    assert_eq!(gaps.len(), 10);
+    assert!(
+        gaps.iter()
+            .all(|gap| *gap >= 2 * SECOND && *gap < 3 * SECOND),
+        "{gaps:?}"
+    );
+    let distinct: std::collections::HashSet<_> = gaps.iter().collect();
+    assert!(
+        distinct.len() > 1,
+        "the spread is random, not a constant: {gaps:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn guessed_waits_grow_between_attempts() {
+    let script = Script::repeat(status(503, &[]), 3);
+    call(RateLimitLayer::new(), &script, "GET").await.unwrap();
+    let gaps = script.gaps();
+    let bounds = [(250, 500), (500, 1000), (1000, 2000)];
+    for (gap, (low, high)) in gaps.iter().zip(bounds) {
+        let millis = gap.as_millis();
+        assert!((low..=high).contains(&millis), "{gaps:?}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_response_carries_what_was_read_the_last_429_too() {
+    let limited = status(429, &[("retry-after", "1"), ("x-ratelimit-remaining", "0")]);
+    let script = Script::repeat(limited, 100);
+    let response = call(RateLimitLayer::new(), &script, "GET").await.unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    let info = response.extensions().get::<RateLimitInfo>().unwrap();
+    assert_eq!(info.meters()[0].remaining(), Some(0));
+
+    let fine = Script::new([Ok(status(200, &[("x-ratelimit-remaining", "7")]))]);
+    let response = call(RateLimitLayer::new(), &fine, "GET").await.unwrap();
+    let info = response.extensions().get::<RateLimitInfo>().unwrap();
+    assert_eq!(info.meters()[0].remaining(), Some(7));
+}
+
+#[tokio::test(start_paused = true)]
+async fn transport_errors_are_retried_only_for_idempotent_requests() {
+    let errors = || Script::new([Err("connection reset"), Err("connection reset")]);
+    let get = errors();
+    assert!(call(RateLimitLayer::new(), &get, "GET").await.is_ok());
+    assert_eq!(get.attempts().len(), 3);
+    let post = errors();
+    let error = call(RateLimitLayer::new(), &post, "POST")
+        .await
+        .unwrap_err();
+    assert_eq!(error.to_string(), "connection reset");
+    assert_eq!(post.attempts().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_last_outcome_goes_back_when_retries_run_out() {
+    let script = Script::new([
+        Ok(status(503, &[("x-attempt", "1")])),
+        Ok(status(503, &[("x-attempt", "2")])),
+        Ok(status(503, &[("x-attempt", "3")])),
+        Ok(status(503, &[("x-attempt", "4")])),
+    ]);
+    let response = call(RateLimitLayer::new(), &script, "GET").await.unwrap();
+    assert_eq!(response.headers()["x-attempt"], "4");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_server_can_forbid_or_allow_a_retry() {
+    let forbidden = Script::repeat(status(429, &[("x-should-retry", "false")]), 5);
+    call(RateLimitLayer::new(), &forbidden, "GET")
+        .await
+        .unwrap();
+    assert_eq!(forbidden.attempts().len(), 1);
+    let allowed = Script::repeat(status(500, &[("x-should-retry", "true")]), 1);
+    call(RateLimitLayer::new(), &allowed, "POST").await.unwrap();
+    assert_eq!(allowed.attempts().len(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_a_call_while_it_waits_sends_nothing_more() {
+    let script = Script::repeat(status(429, &[("retry-after", "10")]), 5);
+    let layer = RateLimitLayer::new();
+    let outcome = tokio::time::timeout(5 * SECOND, call(layer, &script, "GET")).await;
+    assert!(outcome.is_err(), "the call was still waiting");
+    tokio::time::sleep(60 * SECOND).await;
+    assert_eq!(script.attempts().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_without_a_replayable_body_is_sent_once() {
+    use tower_retry_after::policy::{Action, Policy};
+
+    /// Classifies like the default table, but copies no body.
+    #[derive(Clone)]
+    struct SendOnce;
+    impl Policy<String, String> for SendOnce {
+        fn classify(
+            &mut self,
+            request: &http::request::Parts,
+            outcome: tower_retry_after::policy::Outcome<'_, String>,
+        ) -> Action {
+            tower_retry_after::policy::StatusPolicy::new().action(request, outcome)
+        }
+    }
+    let script = Script::repeat(status(429, &[("retry-after", "1")]), 5);
+    let layer = RateLimitLayer::new().with_policy(SendOnce);
+    let mut service = tower::Layer::layer(&layer, script.service());
+    let request = Request::post("http://api.test/")
+        .body("{}".to_owned())
+        .unwrap();
+    let response = service.ready().await.unwrap().call(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(script.attempts().len(), 1);
+}

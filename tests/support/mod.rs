@@ -1,0 +1,142 @@
+//! A real hyper server on 127.0.0.1:0 that answers from a script and counts what it received,
+//! by method and path, with the (tokio) time each request arrived.
+
+#![allow(dead_code)] // each test file uses its own part of the support
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::net::TcpListener;
+use tokio::time::Instant;
+
+/// What the server answers: a status and headers, for the `nth` (from 0) request with this
+/// method and path.
+pub type Script = dyn Fn(&Method, &str, usize) -> (u16, Vec<(&'static str, String)>) + Send + Sync;
+
+/// One request the server received.
+#[derive(Clone, Debug)]
+pub struct Received {
+    pub method: Method,
+    pub path: String,
+    pub at: Instant,
+    pub body: Bytes,
+}
+
+/// The server: its address and what it received.
+#[derive(Clone)]
+pub struct TestServer {
+    pub address: SocketAddr,
+    received: Arc<Mutex<Vec<Received>>>,
+}
+
+impl TestServer {
+    /// Starts a server answering from `script`.
+    pub async fn start(
+        script: impl Fn(&Method, &str, usize) -> (u16, Vec<(&'static str, String)>)
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let script: Arc<Script> = Arc::new(script);
+        let log = received.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (log, script) = (log.clone(), script.clone());
+                let service =
+                    service_fn(move |request| answer(log.clone(), script.clone(), request));
+                tokio::spawn(
+                    hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service),
+                );
+            }
+        });
+        TestServer { address, received }
+    }
+
+    /// The URL of `path` on this server.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.address)
+    }
+
+    /// How many requests arrived with this method and path.
+    pub fn count(&self, method: &str, path: &str) -> usize {
+        self.arrivals(method, path).len()
+    }
+
+    /// When each request with this method and path arrived.
+    pub fn arrivals(&self, method: &str, path: &str) -> Vec<Instant> {
+        self.received()
+            .into_iter()
+            .filter(|r| r.method == method && r.path == path)
+            .map(|r| r.at)
+            .collect()
+    }
+
+    /// Every request, in order of arrival.
+    pub fn received(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
+    }
+}
+
+async fn answer(
+    log: Arc<Mutex<Vec<Received>>>,
+    script: Arc<Script>,
+    request: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let at = Instant::now();
+    let body = request
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let nth = {
+        let mut log = log.lock().unwrap();
+        let nth = log
+            .iter()
+            .filter(|r| r.method == method && r.path == path)
+            .count();
+        log.push(Received {
+            method: method.clone(),
+            path: path.clone(),
+            at,
+            body,
+        });
+        nth
+    };
+    let (status, headers) = script(&method, &path, nth);
+    let mut response = Response::builder().status(StatusCode::from_u16(status).unwrap());
+    for (name, value) in headers {
+        response = response.header(name, value);
+    }
+    Ok(response.body(Full::new(Bytes::from_static(b"{}"))).unwrap())
+}
+
+/// A plain hyper-util client for bodies of type `B`.
+pub fn client<B>() -> Client<HttpConnector, B>
+where
+    B: hyper::body::Body + Send + 'static + Unpin,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    Client::builder(TokioExecutor::new()).build_http()
+}
+
+/// `(name, value)` for a header list.
+pub fn header(name: &'static str, value: impl ToString) -> (&'static str, String) {
+    (name, value.to_string())
+}

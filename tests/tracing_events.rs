@@ -1,0 +1,99 @@
+//! Every wait the layer decides, taken or declined, emits one tracing event with the key, the
+//! reason, the wait, the attempt and whether it will retry.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use http::{Request, Response};
+use tower::{Layer, Service, ServiceExt};
+use tower_retry_after::RateLimitLayer;
+use tracing::field::{Field, Visit};
+use tracing_subscriber::layer::{Context, SubscriberExt};
+
+type Events = Arc<Mutex<Vec<BTreeMap<String, String>>>>;
+
+/// Records the fields of every event with the crate's target.
+struct Capture(Events);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Capture {
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        if event.metadata().target() == "tower_retry_after" {
+            let mut fields = Fields::default();
+            event.record(&mut fields);
+            self.0.lock().unwrap().push(fields.0);
+        }
+    }
+}
+
+#[derive(Default)]
+struct Fields(BTreeMap<String, String>);
+
+impl Visit for Fields {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+}
+
+/// Answers 429 with `Retry-After` from `waits` in turn, then 200.
+async fn call_with_waits(waits: &'static [&'static str]) -> Vec<BTreeMap<String, String>> {
+    let events = Events::default();
+    let guard = tracing::subscriber::set_default(
+        tracing_subscriber::registry().with(Capture(events.clone())),
+    );
+    let answered = Arc::new(Mutex::new(0));
+    let inner = tower::service_fn(move |_request: Request<String>| {
+        let answered = answered.clone();
+        async move {
+            let mut count = answered.lock().unwrap();
+            let response = match waits.get(*count) {
+                Some(wait) => Response::builder().status(429).header("retry-after", *wait),
+                None => Response::builder().status(200),
+            };
+            *count += 1;
+            Ok::<_, tower::BoxError>(response.body(String::new()).unwrap())
+        }
+    });
+    let mut service = RateLimitLayer::new().layer(inner);
+    let request = Request::post("https://api.test:8443/v1/charges")
+        .body(String::new())
+        .unwrap();
+    service.ready().await.unwrap().call(request).await.unwrap();
+    drop(guard);
+    events.lock().unwrap().clone()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_wait_taken_is_an_event_with_its_key_reason_wait_and_attempt() {
+    let events = call_with_waits(&["2"]).await;
+    assert_eq!(events.len(), 1, "{events:#?}");
+    let event = &events[0];
+    assert_eq!(event["key"], "https://api.test:8443");
+    assert_eq!(event["reason"], "Instructed");
+    assert_eq!(event["attempt"], "1");
+    assert_eq!(event["will_retry"], "true");
+    let wait: u64 = event["wait_ms"].parse().unwrap();
+    assert!((2000..3000).contains(&wait), "{wait}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_guessed_wait_says_so() {
+    let events = call_with_waits(&["0"]).await;
+    assert_eq!(events[0]["reason"], "Guessed");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_declined_wait_is_an_event_too_with_the_reason_it_was_declined() {
+    let events = call_with_waits(&["1", "3600"]).await;
+    assert_eq!(events.len(), 2, "{events:#?}");
+    assert_eq!(events[1]["attempt"], "2");
+    assert_eq!(events[1]["will_retry"], "false");
+    assert!(
+        events[1]["declined"].contains("retry_after_cap"),
+        "{:?}",
+        events[1]
+    );
+}
