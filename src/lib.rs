@@ -77,6 +77,16 @@ pub use layer::RateLimitLayer;
 pub use policy::BoxError;
 pub use service::RateLimit;
 
+/// What the fuzz crate checks beyond the public API; not part of the API.
+#[cfg(feature = "__fuzzing")]
+#[doc(hidden)]
+pub mod __fuzzing {
+    /// Panics unless the hand-written structured-field parser reads `field` exactly as `sfv`.
+    pub fn assert_structured_matches_sfv(field: &str) {
+        crate::headers::assert_structured_matches_sfv(field);
+    }
+}
+
 /// The README's examples, compiled and run as doctests so they stay true.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -47,3 +47,15 @@ fn x_ratelimit_corpus_replays() {
 fn header_map_corpus_replays() {
     replay("header_map", targets::header_map);
 }
+
+/// The hand-written structured-field parser against sfv, on every input the differential
+/// campaign kept (needs the internal `__fuzzing` feature, which `.ci/run` turns on for this test).
+#[cfg(feature = "__fuzzing")]
+#[test]
+fn structured_reference_corpus_replays() {
+    replay("structured_reference", |data| {
+        if let Ok(field) = std::str::from_utf8(data) {
+            tower_retry_after::__fuzzing::assert_structured_matches_sfv(field);
+        }
+    });
+}

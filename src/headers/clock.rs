@@ -65,9 +65,7 @@ impl ResponseClock {
     /// Reads `Date` (the first one that is an HTTP-date) and `Age` (the first member of the
     /// first line, as RFC 9111 §5.1 says; anything but digits counts as no `Age`).
     pub(crate) fn read(fields: &Fields<'_>, received: SystemTime) -> Self {
-        let date = fields
-            .lines(Name::Date)
-            .find_map(|line| httpdate::parse_http_date(line).ok());
+        let date = fields.lines(Name::Date).find_map(parse_http_date);
         let age = fields
             .lines(Name::Age)
             .next()
@@ -118,10 +116,89 @@ impl ResponseClock {
     }
 }
 
+/// An HTTP-date in any of its three forms (RFC 9110 §5.6.7).
+pub(crate) fn parse_http_date(text: &str) -> Option<SystemTime> {
+    imf_fixdate(text).or_else(|| httpdate::parse_http_date(text).ok())
+}
+
+/// The form servers send (`Sun, 06 Nov 1994 08:49:37 GMT`), read without `httpdate`'s round
+/// trip through a calendar: `Date` is on every response, so this is a hot path. Anything it
+/// does not recognise falls to `httpdate`, which reads the obsolete forms too.
+fn imf_fixdate(text: &str) -> Option<SystemTime> {
+    let bytes = text.as_bytes();
+    if bytes.len() != 29 || &bytes[3..5] != b", " || &bytes[25..] != b" GMT" {
+        return None;
+    }
+    let separators = [(7, b' '), (11, b' '), (16, b' '), (19, b':'), (22, b':')];
+    if separators.iter().any(|&(at, byte)| bytes[at] != byte) {
+        return None;
+    }
+    let number = |range: std::ops::Range<usize>| {
+        bytes[range].iter().try_fold(0u64, |sum, &digit| {
+            digit
+                .is_ascii_digit()
+                .then(|| sum * 10 + u64::from(digit - b'0'))
+        })
+    };
+    let (day, year) = (number(5..7)?, number(12..16)?);
+    let (hour, minute, second) = (number(17..19)?, number(20..22)?, number(23..25)?);
+    let month = match &bytes[8..11] {
+        b"Jan" => 1,
+        b"Feb" => 2,
+        b"Mar" => 3,
+        b"Apr" => 4,
+        b"May" => 5,
+        b"Jun" => 6,
+        b"Jul" => 7,
+        b"Aug" => 8,
+        b"Sep" => 9,
+        b"Oct" => 10,
+        b"Nov" => 11,
+        b"Dec" => 12,
+        _ => return None,
+    };
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let month_days = match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    if !(1970..=9999).contains(&year)
+        || !(1..=month_days).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 59
+    {
+        return None;
+    }
+    let days = days_since_epoch(year, month, day);
+    const WEEKDAYS: [&[u8]; 7] = [b"Thu", b"Fri", b"Sat", b"Sun", b"Mon", b"Tue", b"Wed"];
+    if WEEKDAYS[(days % 7) as usize] != &bytes[..3] {
+        return None;
+    }
+    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second;
+    Some(UNIX_EPOCH + Duration::from_secs(seconds))
+}
+
+/// Days from 1970-01-01 to a date of the proleptic Gregorian calendar (from 1970 on).
+fn days_since_epoch(year: u64, month: u64, day: u64) -> u64 {
+    // Counted from 1 March 0000, so the leap day falls at the end of a year.
+    let (year, month) = if month <= 2 {
+        (year - 1, month + 9)
+    } else {
+        (year, month - 3)
+    };
+    let era_days = year * 365 + year / 4 - year / 100 + year / 400;
+    let year_days = (153 * month + 2) / 5 + day - 1;
+    era_days + year_days - 719_468
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use http::{HeaderMap, HeaderValue};
+    use proptest::prelude::*;
 
     const NOW: u64 = 1_700_000_000;
 
@@ -278,6 +355,48 @@ mod tests {
     }
 
     #[test]
+    fn imf_fixdates_read_as_httpdate_reads_them() {
+        for seconds in [
+            0,
+            68_169_600,
+            951_782_400,
+            1_700_000_000,
+            4_107_542_400,
+            253_402_300_799,
+        ] {
+            let written = httpdate::fmt_http_date(at(seconds));
+            assert_eq!(imf_fixdate(&written), Some(at(seconds)), "{written}");
+        }
+    }
+
+    #[test]
+    fn malformed_imf_fixdates_are_left_to_httpdate() {
+        for text in [
+            "Wed, 14 Nov 2023 22:13:20 GMT",
+            "Tue, 31 Nov 2023 22:13:20 GMT",
+            "Thu, 29 Feb 2023 22:13:20 GMT",
+            "Tue, 29 Feb 2100 22:13:20 GMT",
+            "Tue, 14 Nov 2023 24:13:20 GMT",
+            "Tue, 14 Nov 1969 22:13:20 GMT",
+            "Tue, 14 Nov 2023 22:13:20 UTC",
+            "Tue, 14 nov 2023 22:13:20 GMT",
+            "Tue, 14 Nov 2023 22:13:2x GMT",
+            "Tue,14 Nov 2023 22:13:20 GMT ",
+            "Tuesday, 14-Nov-23 22:13:20 GMT",
+        ] {
+            assert_eq!(imf_fixdate(text), None, "{text}");
+        }
+        assert_eq!(
+            parse_http_date("Thu, 29 Feb 2024 22:13:20 GMT"),
+            Some(at(1_709_244_800))
+        );
+        assert_eq!(
+            parse_http_date("Tuesday, 14-Nov-23 22:13:20 GMT"),
+            Some(at(NOW))
+        );
+    }
+
+    #[test]
     fn a_reset_resolves_by_its_kind() {
         let cached = clock(
             &[("date", "Tue, 14 Nov 2023 22:13:20 GMT"), ("age", "10")],
@@ -291,5 +410,21 @@ mod tests {
             cached.reset(Reset::At(at(NOW + 60))),
             Duration::from_secs(50)
         );
+    }
+
+    proptest! {
+        #[test]
+        fn every_imf_fixdate_reads_as_httpdate_reads_it(seconds in 0u64..253_402_300_800) {
+            let written = httpdate::fmt_http_date(at(seconds));
+            prop_assert_eq!(imf_fixdate(&written), Some(at(seconds)));
+        }
+
+        #[test]
+        fn what_imf_fixdate_accepts_httpdate_accepts_alike(
+            text in "[A-Z][a-z]{2}, [0-3][0-9] [A-Z][a-z]{2} [12][0-9]{3} [0-2][0-9]:[0-6][0-9]:[0-6][0-9] GMT",
+        ) {
+            let ours = imf_fixdate(&text);
+            prop_assert!(ours.is_none() || ours == httpdate::parse_http_date(&text).ok(), "{}", text);
+        }
     }
 }

@@ -1,12 +1,13 @@
 //! The fields this crate reads, located in one pass over a response's header names, as text;
 //! and the members of a comma-separated line.
 //!
-//! One pass over the names a response carries (a dozen, typically) costs less than looking up
-//! each of the eighteen names the parsers know, most of which a response does not carry.
+//! One pass over the lines a response carries (a dozen, typically) costs less than looking up
+//! each of the eighteen names the parsers know, most of which a response does not carry; the
+//! map is searched again only for a field with several lines.
 
 use std::borrow::Cow;
 
-use http::{HeaderMap, HeaderName};
+use http::{HeaderMap, HeaderName, HeaderValue};
 
 /// A header name one of the parsers reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,23 +63,55 @@ impl Name {
 /// A response's header block, with the fields the parsers read located.
 pub(crate) struct Fields<'a> {
     headers: &'a HeaderMap,
-    found: [Option<&'a HeaderName>; NAMES],
+    /// The first line of each field the response carries.
+    first: [Option<(&'a HeaderName, &'a HeaderValue)>; NAMES],
+    /// One bit per field that has more than one line.
+    repeated: u32,
 }
 
 impl<'a> Fields<'a> {
     pub(crate) fn new(headers: &'a HeaderMap) -> Self {
-        let mut found = [None; NAMES];
-        for name in headers.keys() {
+        let mut first = [None; NAMES];
+        let mut repeated = 0;
+        for (name, value) in headers {
             if let Some(known) = Name::of(name.as_str()) {
-                found[known as usize] = Some(name);
+                match first[known as usize] {
+                    None => first[known as usize] = Some((name, value)),
+                    Some(_) => repeated |= 1 << known as u32,
+                }
             }
         }
-        Fields { headers, found }
+        Fields {
+            headers,
+            first,
+            repeated,
+        }
+    }
+
+    /// Whether the response carries any of these fields.
+    pub(crate) fn has_any(&self, names: &[Name]) -> bool {
+        names
+            .iter()
+            .any(|name| self.first[*name as usize].is_some())
+    }
+
+    fn is_repeated(&self, name: Name) -> bool {
+        self.repeated & (1 << name as u32) != 0
+    }
+
+    /// Every line of the field, in order; the map is searched only for a repeated field.
+    fn values(&self, name: Name) -> Values<'a> {
+        match self.first[name as usize] {
+            Some((header, _)) if self.is_repeated(name) => {
+                Values::Repeated(self.headers.get_all(header).iter())
+            }
+            first => Values::Single(first.map(|(_, value)| value)),
+        }
     }
 
     /// Whether the response carries any rate-limit field (beyond `Date` and `Age`).
     pub(crate) fn has_rate_limit_fields(&self) -> bool {
-        self.found[Name::RetryAfter as usize..]
+        self.first[Name::RetryAfter as usize..]
             .iter()
             .any(Option::is_some)
     }
@@ -88,10 +121,7 @@ impl<'a> Fields<'a> {
     /// A line holding bytes other than visible ASCII is skipped: no rate-limit format puts
     /// them in a value, so such a line carries no figure the parser could trust.
     pub(crate) fn lines(&self, name: Name) -> impl Iterator<Item = &'a str> + use<'a> {
-        self.found[name as usize]
-            .map(|name| self.headers.get_all(name).iter())
-            .into_iter()
-            .flatten()
+        self.values(name)
             .filter_map(|value| value.to_str().ok())
             .map(trim_whitespace)
     }
@@ -100,8 +130,12 @@ impl<'a> Fields<'a> {
     /// no line holds anything, or if a line holds bytes other than visible ASCII (a structured
     /// field with such a line fails as a whole). Empty lines add no member.
     pub(crate) fn combined(&self, name: Name) -> Option<Cow<'a, str>> {
+        if !self.is_repeated(name) {
+            let line = trim_whitespace(self.first[name as usize]?.1.to_str().ok()?);
+            return (!line.is_empty()).then_some(Cow::Borrowed(line));
+        }
         let mut joined: Option<Cow<'a, str>> = None;
-        for value in self.headers.get_all(self.found[name as usize]?) {
+        for value in self.values(name) {
             let line = trim_whitespace(value.to_str().ok()?);
             match &mut joined {
                 _ if line.is_empty() => {}
@@ -114,6 +148,23 @@ impl<'a> Fields<'a> {
             }
         }
         joined
+    }
+}
+
+/// The lines of one field.
+enum Values<'a> {
+    Single(Option<&'a HeaderValue>),
+    Repeated(http::header::ValueIter<'a, HeaderValue>),
+}
+
+impl<'a> Iterator for Values<'a> {
+    type Item = &'a HeaderValue;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Values::Single(value) => value.take(),
+            Values::Repeated(values) => values.next(),
+        }
     }
 }
 
@@ -145,8 +196,9 @@ pub(crate) fn members(line: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// Trims spaces and tabs: the only whitespace a header value can hold.
 fn trim_whitespace(text: &str) -> &str {
-    text.trim_matches([' ', '\t'])
+    text.trim_ascii()
 }
 
 fn is_day_name(text: &str) -> bool {

@@ -16,6 +16,7 @@
 //! A reset is a countdown below 1,000,000,000 and an epoch instant above (some servers send
 //! epoch under these names), aged by the response's clock either way.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use super::clock::{Reset, ResponseClock};
@@ -24,9 +25,24 @@ use super::meter::Reading;
 use super::number::Decimal;
 use super::structured::{Member, parse_dictionary, parse_list};
 
+const FIELDS: &[Name] = &[
+    Name::RateLimit,
+    Name::RateLimitPolicy,
+    Name::RateLimitLimit,
+    Name::RateLimitRemaining,
+    Name::RateLimitReset,
+];
+
 /// Adds every meter the IETF fields describe to `readings`: the current window first, then
 /// the policies.
-pub(crate) fn read(fields: &Fields<'_>, clock: &ResponseClock, readings: &mut Vec<Reading>) {
+pub(crate) fn read<'a>(
+    fields: &Fields<'a>,
+    clock: &ResponseClock,
+    readings: &mut Vec<Reading<'a>>,
+) {
+    if !fields.has_any(FIELDS) {
+        return;
+    }
     let mut current = Reading::default();
     let mut policies = Vec::new();
 
@@ -54,26 +70,25 @@ pub(crate) fn read(fields: &Fields<'_>, clock: &ResponseClock, readings: &mut Ve
     }
 
     let ratelimit_field = fields.combined(Name::RateLimit);
-    let mut reports = Vec::new();
-    if let Some(field) = ratelimit_field.as_deref() {
-        match parse_dictionary(field) {
-            Some(dictionary) => current.merge(Reading {
+    let dictionary = ratelimit_field.as_deref().and_then(parse_dictionary);
+    let reports = match dictionary {
+        Some(dictionary) => {
+            current.merge(Reading {
                 limit: dictionary.limit,
                 remaining: dictionary.remaining,
                 reset: dictionary.reset.map(|reset| countdown(reset, clock)),
                 ..Reading::default()
-            }),
-            None => reports = parse_list(field).unwrap_or_default(),
+            });
+            Vec::new()
         }
-    }
+        None => list_members(ratelimit_field),
+    };
 
-    let policy_field = fields.combined(Name::RateLimitPolicy);
-    let policy_members = policy_field
-        .as_deref()
-        .and_then(parse_list)
-        // Drafts 06 and 07 make such a field invalid: it cannot say which policy is which.
-        .filter(|members| !has_two_policies_with_one_quota(members))
-        .unwrap_or_default();
+    let mut policy_members = list_members(fields.combined(Name::RateLimitPolicy));
+    // Drafts 06 and 07 make such a field invalid: it cannot say which policy is which.
+    if has_two_policies_with_one_quota(&policy_members) {
+        policy_members.clear();
+    }
     policies.extend(
         policy_members
             .iter()
@@ -86,7 +101,7 @@ pub(crate) fn read(fields: &Fields<'_>, clock: &ResponseClock, readings: &mut Ve
     for member in policy_members {
         let Some(name) = member.name else { continue };
         let policy = Reading {
-            name: Some(name.into_owned()),
+            name: Some(name),
             limit: member.quota,
             window: member.window.map(Duration::from_secs),
             ..Reading::default()
@@ -96,12 +111,26 @@ pub(crate) fn read(fields: &Fields<'_>, clock: &ResponseClock, readings: &mut Ve
     for member in reports {
         let Some(name) = member.name else { continue };
         let report = Reading {
-            name: Some(name.into_owned()),
+            name: Some(name),
             remaining: member.remaining,
             reset: member.reset.map(|reset| countdown(reset, clock)),
             ..Reading::default()
         };
         add_named(readings, named, report);
+    }
+}
+
+/// The members of a list field (none if it is not one the drafts allow), their names borrowed
+/// from the response where the field is a single line.
+fn list_members(field: Option<Cow<'_, str>>) -> Vec<Member<'_>> {
+    match field {
+        Some(Cow::Borrowed(text)) => parse_list(text).unwrap_or_default(),
+        Some(Cow::Owned(text)) => parse_list(&text)
+            .unwrap_or_default()
+            .into_iter()
+            .map(Member::into_owned)
+            .collect(),
+        None => Vec::new(),
     }
 }
 
@@ -119,10 +148,10 @@ fn integers(fields: &Fields<'_>, name: Name) -> Vec<(u64, Option<u64>)> {
 
 /// Adds the current window, given the window of its policy, and every other policy as a meter
 /// of its own.
-fn attach_policies(
-    mut current: Reading,
+fn attach_policies<'a>(
+    mut current: Reading<'a>,
     policies: &[(u64, Option<u64>)],
-    readings: &mut Vec<Reading>,
+    readings: &mut Vec<Reading<'a>>,
 ) {
     let lone_policy_for_an_unknown_limit = current.limit.is_none() && policies.len() == 1;
     let first = readings.len();
@@ -144,7 +173,7 @@ fn attach_policies(
 }
 
 /// Folds `reading` into the reading of the same name from `named` on, or adds it.
-fn add_named(readings: &mut Vec<Reading>, named: usize, reading: Reading) {
+fn add_named<'a>(readings: &mut Vec<Reading<'a>>, named: usize, reading: Reading<'a>) {
     match readings[named..]
         .iter_mut()
         .find(|known| known.name == reading.name)

@@ -1,5 +1,6 @@
 //! A meter: one quota the server counts the client against, as far as the server said.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -93,10 +94,11 @@ impl Meter {
     }
 }
 
-/// A meter while its headers are being read: figures not yet tied to a read instant.
+/// A meter while its headers are being read: figures not yet tied to a read instant, the name
+/// still borrowed from the response where it can be.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Reading {
-    pub(crate) name: Option<String>,
+pub(crate) struct Reading<'a> {
+    pub(crate) name: Option<Cow<'a, str>>,
     pub(crate) limit: Option<u64>,
     pub(crate) remaining: Option<u64>,
     /// Time left at receipt. `Some(Duration::ZERO)`: the server named a reset that has passed.
@@ -104,11 +106,11 @@ pub(crate) struct Reading {
     pub(crate) window: Option<Duration>,
 }
 
-impl Reading {
+impl Reading<'_> {
     /// Folds in another reading of the same quota. Where they disagree the most restrictive
     /// figure wins (lowest limit and remaining, latest reset, longest window): the client never
     /// acts on the more generous of two claims. Unknown figures never replace known ones.
-    pub(crate) fn merge(&mut self, other: Reading) {
+    pub(crate) fn merge(&mut self, other: Self) {
         self.name = self.name.take().or(other.name);
         self.limit = lowest(self.limit, other.limit);
         self.remaining = lowest(self.remaining, other.remaining);
@@ -132,7 +134,7 @@ impl Reading {
             return None;
         }
         Some(Meter {
-            name: self.name.map(String::into_boxed_str),
+            name: self.name.map(Box::from),
             limit: self.limit,
             remaining,
             reset_in,

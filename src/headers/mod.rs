@@ -12,6 +12,8 @@ mod meter;
 mod number;
 mod retry_after;
 mod structured;
+#[cfg(any(test, feature = "__fuzzing"))]
+pub(crate) mod structured_reference;
 mod x_ratelimit;
 
 use std::time::{Duration, SystemTime};
@@ -162,4 +164,19 @@ impl RateLimitInfo {
     pub fn read_at(&self) -> Instant {
         self.read_at
     }
+}
+
+/// Panics unless the structured-field parser reads `field` exactly as `sfv` does.
+#[cfg(feature = "__fuzzing")]
+pub(crate) fn assert_structured_matches_sfv(field: &str) {
+    assert_eq!(
+        structured::parse_list(field),
+        structured_reference::parse_list(field),
+        "list {field:?}"
+    );
+    assert_eq!(
+        structured::parse_dictionary(field),
+        structured_reference::parse_dictionary(field),
+        "dictionary {field:?}"
+    );
 }

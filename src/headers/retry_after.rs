@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use super::clock::ResponseClock;
+use super::clock::{ResponseClock, parse_http_date};
 use super::field::{Fields, Name, members};
 use super::number::{LONGEST, parse_decimal};
 
@@ -32,9 +32,7 @@ pub(crate) fn read(fields: &Fields<'_>, clock: &ResponseClock) -> Option<Duratio
 fn delay(member: &str, clock: &ResponseClock) -> Option<Duration> {
     match parse_decimal(member) {
         Some(seconds) => Some(seconds.seconds()),
-        None => httpdate::parse_http_date(member)
-            .ok()
-            .map(|at| clock.until(at)),
+        None => parse_http_date(member).map(|at| clock.until(at)),
     }
 }
 

@@ -1,7 +1,11 @@
-//! The structured-field shapes of the IETF `RateLimit` drafts, read with `sfv` (RFC 9651).
+//! The structured-field shapes of the IETF `RateLimit` drafts: an RFC 9651 §4.2 parser for
+//! Lists and Dictionaries that keeps only the figures the drafts define.
 //!
-//! Lists and dictionaries are visited as they parse, keeping only the figures the drafts
-//! define, so a realistic response parses without building `sfv`'s owned trees.
+//! It is written here rather than taken from `sfv` because it runs on every response the layer
+//! sees: it validates the whole field as RFC 9651 requires but builds no tree and allocates
+//! nothing beyond the list of members (a draft 08 pair parses in a fraction of `sfv`'s time;
+//! `BENCHMARKS.md` has the figures). Its answers are checked against `sfv` by a differential
+//! property test and a fuzz target (`structured_reference`).
 //!
 //! A field is read whole or not at all: a syntax error (RFC 9651 §4.2 requires failing the
 //! whole field) or a value the drafts forbid (a negative or fractional count, a zero window, an
@@ -9,21 +13,14 @@
 //! reporting a figure it never meant.
 
 use std::borrow::Cow;
-use std::fmt;
-
-use sfv::visitor::{
-    DictionaryVisitor, EntryVisitor, Ignored, InnerListVisitor, ItemVisitor, ListVisitor, Never,
-    ParameterVisitor,
-};
-use sfv::{BareItemFromInput, KeyRef, Parser};
 
 /// One member of a `RateLimit` or `RateLimit-Policy` list, or of a `RateLimit-Limit` list in
 /// drafts 01 to 03.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Member<'de> {
+pub(crate) struct Member<'a> {
     /// The policy name: a String (drafts 08 to 10) or a Token (lenient, as the draft 10
     /// appendix writes one).
-    pub(crate) name: Option<Cow<'de, str>>,
+    pub(crate) name: Option<Cow<'a, str>>,
     /// A bare Integer member: a limit or a quota (drafts 01 to 07).
     pub(crate) integer: Option<u64>,
     /// `r`: remaining quota units.
@@ -36,6 +33,16 @@ pub(crate) struct Member<'de> {
     pub(crate) window: Option<u64>,
 }
 
+impl Member<'_> {
+    /// The member with its name copied out of the field text.
+    pub(crate) fn into_owned(self) -> Member<'static> {
+        Member {
+            name: self.name.map(|name| Cow::Owned(name.into_owned())),
+            ..self
+        }
+    }
+}
+
 /// The draft 07 `RateLimit` dictionary: `limit=100, remaining=50, reset=5`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Dictionary {
@@ -45,16 +52,20 @@ pub(crate) struct Dictionary {
 }
 
 impl Dictionary {
-    fn has_figures(&self) -> bool {
+    pub(crate) fn has_figures(&self) -> bool {
         self.limit.is_some() || self.remaining.is_some() || self.reset.is_some()
     }
 }
 
 /// The members of a list field; `None` if the field is not one the drafts allow.
 pub(crate) fn parse_list(field: &str) -> Option<Vec<Member<'_>>> {
-    Parser::new(field)
-        .parse_list_with_visitor(Members::default())
-        .ok()
+    let mut input = Input::new(field);
+    let mut members = Vec::new();
+    while !input.is_empty() {
+        members.push(input.list_member()?);
+        input.end_of_member()?;
+    }
+    Some(members)
 }
 
 /// The draft 07 dictionary, if the field is one and names at least one of its keys.
@@ -63,157 +74,362 @@ pub(crate) fn parse_list(field: &str) -> Option<Vec<Member<'_>>> {
 /// draft 07 dictionary never as a list, except for a lone Token member with parameters
 /// (`quota;t=1`): it names no draft 07 key, so it falls to the list reading.
 pub(crate) fn parse_dictionary(field: &str) -> Option<Dictionary> {
-    Parser::new(field)
-        .parse_dictionary_with_visitor(Dictionary::default())
-        .ok()
-        .filter(Dictionary::has_figures)
-}
-
-/// Why a field is unusable; the parser only needs to know that it is.
-#[derive(Debug)]
-pub(crate) struct Unusable;
-
-impl fmt::Display for Unusable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("not a value the RateLimit drafts allow")
-    }
-}
-
-impl std::error::Error for Unusable {}
-
-/// A count: a non-negative Integer.
-fn count(item: &BareItemFromInput<'_>) -> Result<u64, Unusable> {
-    item.as_integer()
-        .and_then(|integer| u64::try_from(integer).ok())
-        .ok_or(Unusable)
-}
-
-#[derive(Default)]
-struct Members<'de>(Vec<Member<'de>>);
-
-impl<'de> ListVisitor<'de> for Members<'de> {
-    type Out = Vec<Member<'de>>;
-    type Error = Unusable;
-
-    fn entry(&mut self) -> Result<impl EntryVisitor<'de>, Unusable> {
-        Ok(MemberEntry(&mut self.0))
-    }
-
-    fn finish(self) -> Result<Self::Out, Unusable> {
-        Ok(self.0)
-    }
-}
-
-struct MemberEntry<'a, 'de>(&'a mut Vec<Member<'de>>);
-
-impl<'de> EntryVisitor<'de> for MemberEntry<'_, 'de> {
-    type Error = Unusable;
-
-    fn item(self) -> Result<impl ItemVisitor<'de>, Unusable> {
-        Ok(self)
-    }
-
-    fn inner_list(self) -> Result<impl InnerListVisitor<'de>, Unusable> {
-        Err::<Never, _>(Unusable)
-    }
-}
-
-impl<'a, 'de> ItemVisitor<'de> for MemberEntry<'a, 'de> {
-    type Out = ();
-    type Error = Unusable;
-
-    fn bare_item(
-        self,
-        item: BareItemFromInput<'de>,
-    ) -> Result<impl ParameterVisitor<'de, Out = ()>, Unusable> {
-        let mut member = Member::default();
-        match item {
-            BareItemFromInput::String(Cow::Borrowed(name)) => {
-                member.name = Some(Cow::Borrowed(name.as_str()));
-            }
-            BareItemFromInput::String(Cow::Owned(name)) => {
-                member.name = Some(Cow::Owned(name.as_str().to_owned()));
-            }
-            BareItemFromInput::Token(name) => member.name = Some(Cow::Borrowed(name.as_str())),
-            integer => member.integer = Some(count(&integer)?),
-        }
-        Ok(MemberParameters {
-            member,
-            into: self.0,
-        })
-    }
-}
-
-struct MemberParameters<'a, 'de> {
-    member: Member<'de>,
-    into: &'a mut Vec<Member<'de>>,
-}
-
-impl<'de> ParameterVisitor<'de> for MemberParameters<'_, 'de> {
-    type Out = ();
-    type Error = Unusable;
-
-    fn parameter(
-        &mut self,
-        key: &'de KeyRef,
-        value: BareItemFromInput<'de>,
-    ) -> Result<(), Unusable> {
-        // Unknown parameters (`pk`, `qu`, `burst`, `comment`) are extensions: skipped.
-        let figure = match key.as_str() {
-            "r" => &mut self.member.remaining,
-            "t" => &mut self.member.reset,
-            "q" => &mut self.member.quota,
-            "w" => &mut self.member.window,
-            _ => return Ok(()),
-        };
-        let value = count(&value)?;
-        if key.as_str() == "w" && value == 0 {
-            return Err(Unusable);
-        }
-        // A repeated parameter overwrites the earlier one (RFC 9651 §4.2.3.2).
-        *figure = Some(value);
-        Ok(())
-    }
-
-    fn finish(self) -> Result<(), Unusable> {
-        self.into.push(self.member);
-        Ok(())
-    }
-}
-
-impl<'de> DictionaryVisitor<'de> for Dictionary {
-    type Out = Dictionary;
-    type Error = Unusable;
-
-    fn entry(&mut self, key: &'de KeyRef) -> Result<impl EntryVisitor<'de>, Unusable> {
-        let figure = match key.as_str() {
-            "limit" => Some(&mut self.limit),
-            "remaining" => Some(&mut self.remaining),
-            "reset" => Some(&mut self.reset),
+    let mut input = Input::new(field);
+    let mut dictionary = Dictionary::default();
+    while !input.is_empty() {
+        let figure = match input.key()? {
+            "limit" => Some(&mut dictionary.limit),
+            "remaining" => Some(&mut dictionary.remaining),
+            "reset" => Some(&mut dictionary.reset),
             _ => None,
         };
-        Ok(figure.map(DictionaryFigure))
+        match (input.peek(), figure) {
+            (Some(b'='), Some(figure)) => {
+                input.advance();
+                *figure = Some(count(&input.bare_item()?)?);
+                input.parameters(ignore)?;
+            }
+            (Some(b'='), None) => {
+                input.advance();
+                input.item_or_inner_list()?;
+            }
+            // A key without a value is the Boolean true, never a count.
+            (_, Some(_)) => return None,
+            (_, None) => input.parameters(ignore)?,
+        }
+        input.end_of_member()?;
     }
+    Some(dictionary).filter(Dictionary::has_figures)
+}
 
-    fn finish(self) -> Result<Dictionary, Unusable> {
-        Ok(self)
+/// A bare item, as far as the drafts need its value.
+enum Bare<'a> {
+    Integer(i64),
+    String(Cow<'a, str>),
+    Token(&'a str),
+    /// A Decimal, Byte Sequence, Boolean, Date or Display String: valid, never a figure.
+    Other,
+}
+
+/// A count: a non-negative Integer.
+fn count(item: &Bare<'_>) -> Option<u64> {
+    match item {
+        Bare::Integer(integer) => u64::try_from(*integer).ok(),
+        _ => None,
     }
 }
 
-struct DictionaryFigure<'a>(&'a mut Option<u64>);
+fn ignore(_key: &str, _value: Bare<'_>) -> Option<()> {
+    Some(())
+}
 
-impl<'de> EntryVisitor<'de> for DictionaryFigure<'_> {
-    type Error = Unusable;
+/// The field text, consumed from the front as RFC 9651 §4.2 describes.
+struct Input<'a> {
+    text: &'a str,
+    at: usize,
+}
 
-    fn item(self) -> Result<impl ItemVisitor<'de>, Unusable> {
-        Ok(|item: BareItemFromInput<'de>| {
-            *self.0 = Some(count(&item)?);
-            Ok::<_, Unusable>(Ignored)
-        })
+impl<'a> Input<'a> {
+    /// The field with its leading spaces discarded (§4.2 step 2); trailing ones are discarded
+    /// as whitespace after the last member.
+    fn new(text: &'a str) -> Self {
+        let mut input = Input { text, at: 0 };
+        input.skip_spaces();
+        input
     }
 
-    fn inner_list(self) -> Result<impl InnerListVisitor<'de>, Unusable> {
-        Err::<Never, _>(Unusable)
+    fn is_empty(&self) -> bool {
+        self.at == self.text.len()
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.at).copied()
+    }
+
+    fn advance(&mut self) {
+        self.at += 1;
+    }
+
+    fn take_while(&mut self, wanted: impl Fn(u8) -> bool) -> &'a str {
+        let start = self.at;
+        while self.peek().is_some_and(&wanted) {
+            self.advance();
+        }
+        &self.text[start..self.at]
+    }
+
+    fn skip_spaces(&mut self) {
+        self.take_while(|byte| byte == b' ');
+    }
+
+    fn skip_whitespace(&mut self) {
+        self.take_while(|byte| byte == b' ' || byte == b'\t');
+    }
+
+    /// After a list or dictionary member: the end of the field, or a comma and another member.
+    fn end_of_member(&mut self) -> Option<()> {
+        self.skip_whitespace();
+        if self.is_empty() {
+            return Some(());
+        }
+        if self.peek() != Some(b',') {
+            return None;
+        }
+        self.advance();
+        self.skip_whitespace();
+        // A trailing comma.
+        (!self.is_empty()).then_some(())
+    }
+
+    /// A list member the drafts allow: a named or integer item with its figures.
+    fn list_member(&mut self) -> Option<Member<'a>> {
+        let mut member = Member::default();
+        match self.bare_item()? {
+            Bare::String(name) => member.name = Some(name),
+            Bare::Token(name) => member.name = Some(Cow::Borrowed(name)),
+            integer @ Bare::Integer(_) => member.integer = Some(count(&integer)?),
+            Bare::Other => return None,
+        }
+        self.parameters(|key, value| {
+            let figure = match key {
+                "r" => &mut member.remaining,
+                "t" => &mut member.reset,
+                "q" => &mut member.quota,
+                "w" => &mut member.window,
+                // Extensions (`pk`, `qu`, `burst`, `comment`) are skipped.
+                _ => return Some(()),
+            };
+            let value = count(&value)?;
+            if key == "w" && value == 0 {
+                return None;
+            }
+            // A repeated parameter overwrites the earlier one (§4.2.3.2).
+            *figure = Some(value);
+            Some(())
+        })?;
+        Some(member)
+    }
+
+    /// §4.2.1.1, for a member whose value is not read.
+    fn item_or_inner_list(&mut self) -> Option<()> {
+        if self.peek() == Some(b'(') {
+            self.inner_list()
+        } else {
+            self.bare_item()?;
+            self.parameters(ignore)
+        }
+    }
+
+    /// §4.2.1.2, validated and skipped.
+    fn inner_list(&mut self) -> Option<()> {
+        self.advance();
+        loop {
+            self.skip_spaces();
+            if self.peek()? == b')' {
+                self.advance();
+                return self.parameters(ignore);
+            }
+            self.bare_item()?;
+            self.parameters(ignore)?;
+            if !matches!(self.peek()?, b' ' | b')') {
+                return None;
+            }
+        }
+    }
+
+    /// §4.2.3.2: each parameter is handed to `each`, which may refuse it.
+    fn parameters(&mut self, mut each: impl FnMut(&'a str, Bare<'a>) -> Option<()>) -> Option<()> {
+        while self.peek() == Some(b';') {
+            self.advance();
+            self.skip_spaces();
+            let key = self.key()?;
+            let value = if self.peek() == Some(b'=') {
+                self.advance();
+                self.bare_item()?
+            } else {
+                Bare::Other
+            };
+            each(key, value)?;
+        }
+        Some(())
+    }
+
+    /// §4.2.3.3.
+    fn key(&mut self) -> Option<&'a str> {
+        if !matches!(self.peek()?, b'a'..=b'z' | b'*') {
+            return None;
+        }
+        Some(self.take_while(
+            |byte| matches!(byte, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-' | b'.' | b'*'),
+        ))
+    }
+
+    /// §4.2.3.1.
+    fn bare_item(&mut self) -> Option<Bare<'a>> {
+        match self.peek()? {
+            b'-' | b'0'..=b'9' => self.number(),
+            b'"' => self.string().map(Bare::String),
+            b'*' | b'A'..=b'Z' | b'a'..=b'z' => Some(Bare::Token(self.token())),
+            b':' => self.byte_sequence(),
+            b'?' => self.boolean(),
+            b'@' => self.date(),
+            b'%' => self.display_string(),
+            _ => None,
+        }
+    }
+
+    /// §4.2.4: an Integer (at most 15 digits) or a Decimal (at most 12 digits before the point
+    /// and 1 to 3 after).
+    fn number(&mut self) -> Option<Bare<'a>> {
+        let negative = self.peek() == Some(b'-');
+        if negative {
+            self.advance();
+        }
+        let digits = self.take_while(|byte| byte.is_ascii_digit());
+        if digits.is_empty() || digits.len() > 15 {
+            return None;
+        }
+        if self.peek() != Some(b'.') {
+            let magnitude = digits
+                .bytes()
+                .fold(0i64, |sum, digit| sum * 10 + i64::from(digit - b'0'));
+            return Some(Bare::Integer(if negative { -magnitude } else { magnitude }));
+        }
+        if digits.len() > 12 {
+            return None;
+        }
+        self.advance();
+        let fraction = self.take_while(|byte| byte.is_ascii_digit());
+        (1..=3).contains(&fraction.len()).then_some(Bare::Other)
+    }
+
+    /// §4.2.5: printable ASCII between quotes, `\"` and `\\` the only escapes.
+    fn string(&mut self) -> Option<Cow<'a, str>> {
+        self.advance();
+        let start = self.at;
+        let mut unescaped: Option<String> = None;
+        loop {
+            match self.peek()? {
+                b'"' => {
+                    let end = self.at;
+                    self.advance();
+                    return Some(match unescaped {
+                        Some(text) => Cow::Owned(text),
+                        None => Cow::Borrowed(&self.text[start..end]),
+                    });
+                }
+                b'\\' => {
+                    let escaped = *self.text.as_bytes().get(self.at + 1)?;
+                    if escaped != b'"' && escaped != b'\\' {
+                        return None;
+                    }
+                    unescaped
+                        .get_or_insert_with(|| self.text[start..self.at].to_owned())
+                        .push(char::from(escaped));
+                    self.at += 2;
+                }
+                byte @ 0x20..=0x7e => {
+                    if let Some(text) = &mut unescaped {
+                        text.push(char::from(byte));
+                    }
+                    self.advance();
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// §4.2.6.
+    fn token(&mut self) -> &'a str {
+        let start = self.at;
+        self.advance();
+        self.take_while(|byte| is_tchar(byte) || byte == b':' || byte == b'/');
+        &self.text[start..self.at]
+    }
+
+    /// §4.2.7: base64 between colons. Missing padding and non-zero pad bits are accepted, as
+    /// the section asks; misplaced padding and a lone final character are not.
+    fn byte_sequence(&mut self) -> Option<Bare<'a>> {
+        self.advance();
+        let content = self.take_while(|byte| byte != b':').as_bytes();
+        self.peek()?;
+        self.advance();
+        let rem = content.len() % 4;
+        let last_quad = content.len() - if rem == 0 { 4.min(content.len()) } else { rem };
+        let (quads, tail) = content.split_at(last_quad);
+        if !quads.iter().all(|&byte| is_base64(byte)) {
+            return None;
+        }
+        let symbols = tail.iter().take_while(|&&byte| is_base64(byte)).count();
+        let padding = &tail[symbols..];
+        let valid_tail =
+            padding.iter().all(|&byte| byte == b'=') && (tail.is_empty() || symbols >= 2);
+        valid_tail.then_some(Bare::Other)
+    }
+
+    /// §4.2.8.
+    fn boolean(&mut self) -> Option<Bare<'a>> {
+        self.advance();
+        if !matches!(self.peek()?, b'0' | b'1') {
+            return None;
+        }
+        self.advance();
+        Some(Bare::Other)
+    }
+
+    /// §4.2.9: `@` and an Integer.
+    fn date(&mut self) -> Option<Bare<'a>> {
+        self.advance();
+        match self.number()? {
+            Bare::Integer(_) => Some(Bare::Other),
+            _ => None,
+        }
+    }
+
+    /// §4.2.10: `%"…"`, printable ASCII with lowercase `%xx` escapes, decoding to UTF-8.
+    fn display_string(&mut self) -> Option<Bare<'a>> {
+        self.advance();
+        if self.peek()? != b'"' {
+            return None;
+        }
+        self.advance();
+        let mut decoded = Vec::new();
+        loop {
+            match self.peek()? {
+                b'"' => {
+                    self.advance();
+                    return std::str::from_utf8(&decoded).ok().map(|_| Bare::Other);
+                }
+                b'%' => {
+                    let hex = self.text.as_bytes().get(self.at + 1..self.at + 3)?;
+                    let high = lower_hex(hex[0])?;
+                    let low = lower_hex(hex[1])?;
+                    decoded.push(high << 4 | low);
+                    self.at += 3;
+                }
+                byte @ 0x20..=0x7e => {
+                    decoded.push(byte);
+                    self.advance();
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+fn is_tchar(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
+}
+
+fn is_base64(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'+' || byte == b'/'
+}
+
+fn lower_hex(byte: u8) -> Option<u8> {
+    match byte {
+        b'0'..=b'9' => Some(byte - b'0'),
+        b'a'..=b'f' => Some(byte - b'a' + 10),
+        _ => None,
     }
 }
 
@@ -253,8 +469,8 @@ mod tests {
 
     #[test]
     fn escaped_strings_and_tokens_are_names() {
-        let got = parse_list(r#""a\"b";r=1, quota;t=1"#).unwrap();
-        assert_eq!(got[0].name.as_deref(), Some("a\"b"));
+        let got = parse_list(r#""a\"b\\c";r=1, quota;t=1"#).unwrap();
+        assert_eq!(got[0].name.as_deref(), Some("a\"b\\c"));
         assert_eq!(got[1].name.as_deref(), Some("quota"));
         assert_eq!(got[1].reset, Some(1));
         assert_eq!(got[1].remaining, None);
@@ -276,11 +492,14 @@ mod tests {
             r#""default";r=50;t=30.5"#,
             r#""p";q=100;w=0"#,
             r#""default";r=?1"#,
+            r#""default";r"#,
             r#"("a" "b");r=1"#,
             "-5",
             "1.5",
             "?0",
             ":AAAA:",
+            "@1700000000",
+            r#"%"x""#,
         ] {
             assert_eq!(parse_list(field), None, "{field}");
         }
@@ -294,9 +513,45 @@ mod tests {
             r#""default" ;r=50;t=30"#,
             "\"d\u{e9}fault\";r=1;t=1",
             r#""default";r=50;t=1234567890123456"#,
+            r#""unterminated;r=1"#,
+            r#""bad\escape";r=1"#,
+            r#""default";r=50 "x""#,
+            r#""a";pk=:YQ=a:"#,
+            r#""a";pk=:Y:"#,
+            r#""a";pk=:YWJj"#,
+            r#""a";x=1.2345"#,
+            r#""a";x=1234567890123.5"#,
+            r#""a";x=1."#,
+            r#""a";x=-"#,
+            r#""a";x=?2"#,
+            r#""a";x=@1.5"#,
+            r#""a";x=%"%FF""#,
+            r#""a";x=%"%c3""#,
+            r#""a";x=%x"#,
+            r#""a";x=&"#,
+            ",",
+            r#""a",,"b""#,
         ] {
             assert_eq!(parse_list(field), None, "{field}");
         }
+    }
+
+    #[test]
+    fn every_bare_item_type_is_accepted_as_an_extension() {
+        let field = concat!(
+            r#""a";i=-12;d=-1.5;s="x\"y";tk=tok:/en;b=:YWJj:;p=:YQ:;q2=:YQ==:;"#,
+            r#"f=?0;u;at=@-1;ds=%"f%c3%bc%c3%bcr";*k=1"#,
+        );
+        let got = parse_list(field).unwrap();
+        assert_eq!(got[0].name.as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn whitespace_is_where_rfc_9651_allows_it() {
+        assert_eq!(parse_list("  \"a\";r=1 ,\t\"b\";  r=2  ").unwrap().len(), 2);
+        assert_eq!(parse_list(""), Some(vec![]));
+        assert_eq!(parse_list("   "), Some(vec![]));
+        assert_eq!(parse_list("\t\"a\""), None, "only spaces lead a field");
     }
 
     #[test]
@@ -308,7 +563,7 @@ mod tests {
     #[test]
     fn the_draft_07_dictionary_is_read_only_when_it_names_a_key() {
         assert_eq!(
-            parse_dictionary("limit=100, remaining=50, reset=5, extra=?1"),
+            parse_dictionary("limit=100, remaining=50, reset=5, extra=?1, more=(1 2);x, flag"),
             Some(Dictionary {
                 limit: Some(100),
                 remaining: Some(50),
@@ -320,10 +575,135 @@ mod tests {
         assert_eq!(parse_dictionary("limit=-1"), None);
         assert_eq!(parse_dictionary("limit=1.0"), None);
         assert_eq!(parse_dictionary("limit=(1 2)"), None);
+        assert_eq!(parse_dictionary("limit"), None);
+        assert_eq!(parse_dictionary("limit=5, reset=1,"), None);
+        assert_eq!(parse_dictionary("limit=5, other=(1 2"), None);
+        assert_eq!(
+            parse_dictionary("limit=5;w=9, limit=6").map(|d| d.limit),
+            Some(Some(6)),
+            "a repeated key takes the last value"
+        );
     }
 
-    #[test]
-    fn an_empty_field_is_an_empty_list() {
-        assert_eq!(parse_list(""), Some(vec![]));
+    mod against_sfv {
+        use super::*;
+        use crate::headers::structured_reference as reference;
+        use proptest::prelude::*;
+
+        /// Bare items of every type, mostly valid, some broken the ways servers break them.
+        fn bare_item() -> BoxedStrategy<String> {
+            prop_oneof![
+                12 => (0i64..1000).prop_map(|n| n.to_string()),
+                6 => "\"[a-z0-9-]{1,8}\"",
+                1 => (-20i64..20).prop_map(|n| n.to_string()),
+                1 => "-?[0-9]{1,17}",
+                1 => "-?[0-9]{1,14}\\.[0-9]{0,4}",
+                1 => "\"([ !#-\\[\\]-~]|\\\\\"|\\\\\\\\|\\\\n|\u{e9}){0,6}\"?",
+                1 => "[A-Za-z*][A-Za-z0-9!#$%&'*+.^_`|~:/-]{0,6}",
+                1 => ":[A-Za-z0-9+/]{0,7}={0,3}:?",
+                1 => "\\?[0-2]",
+                1 => "@-?[0-9]{1,3}(\\.[0-9])?",
+                1 => "%\"([ -!#-$&-~]|%[0-9a-fA-F]{2}|%c3%bc){0,4}\"",
+            ]
+            .boxed()
+        }
+
+        fn key() -> impl Strategy<Value = String> {
+            prop_oneof![
+                8 => prop::sample::select(&["r", "t", "q", "w", "pk", "limit", "remaining", "reset", "x"][..])
+                    .prop_map(str::to_owned),
+                1 => "[a-z*][a-z0-9_.*-]{0,4}",
+                1 => "[A-Z_0-9][a-z]{0,2}",
+            ]
+        }
+
+        fn parameters() -> impl Strategy<Value = String> {
+            prop::collection::vec(
+                (
+                    prop::sample::select(&[";", "; ", " ;"][..]),
+                    key(),
+                    prop::option::of(bare_item()),
+                ),
+                0..4,
+            )
+            .prop_map(|parameters| {
+                parameters
+                    .into_iter()
+                    .map(|(semicolon, key, value)| match value {
+                        Some(value) => format!("{semicolon}{key}={value}"),
+                        None => format!("{semicolon}{key}"),
+                    })
+                    .collect()
+            })
+        }
+
+        fn member() -> impl Strategy<Value = String> {
+            let inner_list = (
+                prop::collection::vec(bare_item(), 0..3),
+                prop::sample::select(&[" ", "  ", ""][..]),
+            )
+                .prop_map(|(items, gap)| format!("({})", items.join(gap)));
+            (prop_oneof![8 => bare_item(), 1 => inner_list], parameters())
+                .prop_map(|(value, parameters)| value + &parameters)
+        }
+
+        const SEPARATORS: &[&str] = &[", ", ",", " , ", ",\t", ",,", " ", ", ,"];
+
+        fn joined(members: Vec<String>, separators: Vec<&str>, trailing: &str) -> String {
+            let mut field = String::new();
+            for (index, member) in members.iter().enumerate() {
+                if index > 0 {
+                    field.push_str(separators[index % separators.len()]);
+                }
+                field.push_str(member);
+            }
+            field + trailing
+        }
+
+        fn list() -> impl Strategy<Value = String> {
+            (
+                prop::collection::vec(member(), 0..4),
+                prop::collection::vec(prop::sample::select(SEPARATORS), 1..4),
+                prop::sample::select(&["", " ", ",", "\t"][..]),
+            )
+                .prop_map(|(members, separators, trailing)| joined(members, separators, trailing))
+        }
+
+        fn dictionary() -> impl Strategy<Value = String> {
+            let entry = (key(), prop::option::of(member()), parameters()).prop_map(
+                |(key, value, parameters)| match value {
+                    Some(value) => format!("{key}={value}"),
+                    None => key + &parameters,
+                },
+            );
+            (
+                prop::collection::vec(entry, 0..4),
+                prop::collection::vec(prop::sample::select(SEPARATORS), 1..4),
+                prop::sample::select(&["", " ", ","][..]),
+            )
+                .prop_map(|(entries, separators, trailing)| joined(entries, separators, trailing))
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(10_000))]
+
+            #[test]
+            fn lists_read_as_sfv_reads_them(field in list()) {
+                prop_assert_eq!(parse_list(&field), reference::parse_list(&field));
+                prop_assert_eq!(parse_dictionary(&field), reference::parse_dictionary(&field));
+            }
+
+            #[test]
+            fn dictionaries_read_as_sfv_reads_them(field in dictionary()) {
+                prop_assert_eq!(parse_dictionary(&field), reference::parse_dictionary(&field));
+                prop_assert_eq!(parse_list(&field), reference::parse_list(&field));
+            }
+
+            #[test]
+            fn arbitrary_text_reads_as_sfv_reads_it(field in "[ -~\\t\u{e9}]{0,40}") {
+                prop_assert_eq!(parse_list(&field), reference::parse_list(&field));
+                prop_assert_eq!(parse_dictionary(&field), reference::parse_dictionary(&field));
+            }
+        }
     }
 }

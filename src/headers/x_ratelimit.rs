@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use super::clock::{Reset, ResponseClock};
+use super::clock::{Reset, ResponseClock, parse_http_date};
 use super::field::{Fields, Name, members};
 use super::meter::Reading;
 use super::number::{parse_count_with_fraction, parse_decimal};
@@ -28,7 +28,13 @@ const RESET: &[Name] = &[
 ];
 
 /// The quota the family describes, if it names any figure.
-pub(crate) fn read(fields: &Fields<'_>, clock: &ResponseClock) -> Option<Reading> {
+pub(crate) fn read(fields: &Fields<'_>, clock: &ResponseClock) -> Option<Reading<'static>> {
+    if ![LIMIT, REMAINING, USED, RESET]
+        .iter()
+        .any(|names| fields.has_any(names))
+    {
+        return None;
+    }
     let values = |names: &'static [Name]| {
         names
             .iter()
@@ -56,9 +62,7 @@ pub(crate) fn read(fields: &Fields<'_>, clock: &ResponseClock) -> Option<Reading
 fn reset(value: &str, clock: &ResponseClock) -> Option<Duration> {
     match parse_decimal(value) {
         Some(number) => Some(clock.reset(Reset::from_number(number))),
-        None => httpdate::parse_http_date(value)
-            .ok()
-            .map(|at| clock.until(at)),
+        None => parse_http_date(value).map(|at| clock.until(at)),
     }
 }
 
@@ -70,7 +74,7 @@ mod tests {
 
     const NOW: u64 = 1_700_000_000;
 
-    fn read_pairs(pairs: &[(&'static str, &'static str)]) -> Option<Reading> {
+    fn read_pairs(pairs: &[(&'static str, &'static str)]) -> Option<Reading<'static>> {
         let mut headers = HeaderMap::new();
         headers.insert(
             "date",

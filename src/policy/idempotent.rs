@@ -1,7 +1,10 @@
 //! Which requests may run twice without harm.
 
-use http::Method;
 use http::request::Parts;
+use http::{HeaderName, Method};
+
+/// Named once: a name looked up by `&str` is parsed again on every call.
+const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 
 /// Whether sending `request` twice has the effect of sending it once: an idempotent method
 /// (RFC 9110 §9.2.2: GET, HEAD, OPTIONS, TRACE, PUT, DELETE), or any request carrying an
@@ -27,7 +30,7 @@ pub fn is_idempotent(request: &Parts) -> bool {
     matches!(
         request.method,
         Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE | Method::PUT | Method::DELETE
-    ) || request.headers.contains_key("idempotency-key")
+    ) || request.headers.contains_key(IDEMPOTENCY_KEY)
 }
 
 #[cfg(test)]

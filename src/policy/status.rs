@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use http::StatusCode;
 use http::request::Parts;
+use http::{HeaderName, StatusCode};
 
 use super::replay::ReplayBody;
 use super::{Action, Outcome, Policy, is_connect_error, is_idempotent};
@@ -131,9 +131,12 @@ fn is_failure(status: StatusCode) -> bool {
     status.is_client_error() || status.is_server_error()
 }
 
+/// Named once: a name looked up by `&str` is parsed again on every call.
+const X_SHOULD_RETRY: HeaderName = HeaderName::from_static("x-should-retry");
+
 /// The server's own verdict, `x-should-retry: true|false` (sent by some API servers).
 fn should_retry(headers: &http::HeaderMap) -> Option<bool> {
-    match headers.get("x-should-retry")?.as_bytes() {
+    match headers.get(X_SHOULD_RETRY)?.as_bytes() {
         b"true" => Some(true),
         b"false" => Some(false),
         _ => None,

@@ -1,0 +1,159 @@
+//! What the layer costs on the happy path, where nothing is retried.
+//!
+//! - `call/*`: one call through a service that answers at once, bare and under the layer
+//!   (with no rate-limit headers in the response, and with a realistic set). The difference is
+//!   the layer's per-call overhead. Target: at most 1 µs.
+//! - `loopback/*`: batches of concurrent requests from a hyper-util client to a hyper server on
+//!   127.0.0.1, bare and under the layer. Target: layer/bare throughput at least 0.98.
+//!
+//! Run: `cargo bench --bench overhead`.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::hint::black_box;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use bytes::Bytes;
+use criterion::{Criterion, criterion_group, criterion_main};
+use http::{Request, Response};
+use http_body_util::{BodyExt, Empty, Full};
+use hyper::service::service_fn;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::net::TcpListener;
+use tower::{Service, ServiceExt};
+use tower_retry_after::RateLimitLayer;
+
+/// Polls a future that is ready at once, as a service answering without I/O makes it.
+fn now<F: Future>(future: F) -> F::Output {
+    match pin!(future).poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(output) => output,
+        Poll::Pending => panic!("the no-op service answers at once"),
+    }
+}
+
+fn answering(
+    headers: &'static [(&'static str, &'static str)],
+) -> impl Service<Request<Full<Bytes>>, Response = Response<Empty<Bytes>>, Error = Infallible> + Clone
+{
+    tower::service_fn(move |_request: Request<Full<Bytes>>| {
+        let mut response = Response::new(Empty::new());
+        for (name, value) in headers {
+            response
+                .headers_mut()
+                .insert(*name, http::HeaderValue::from_static(value));
+        }
+        std::future::ready(Ok(response))
+    })
+}
+
+fn request() -> Request<Full<Bytes>> {
+    Request::post("http://api.test/v1/items")
+        .header("content-type", "application/json")
+        .header("authorization", "Bearer 0123456789abcdef")
+        .body(Full::new(Bytes::from_static(b"{\"name\":\"x\"}")))
+        .unwrap()
+}
+
+fn per_call(c: &mut Criterion) {
+    let realistic: &[(&str, &str)] = &[
+        ("content-type", "application/json"),
+        ("date", "Tue, 14 Nov 2023 22:13:20 GMT"),
+        ("ratelimit-policy", r#""default";q=100;w=60"#),
+        ("ratelimit", r#""default";r=99;t=60"#),
+    ];
+    let mut group = c.benchmark_group("call");
+    for (name, headers) in [("no_headers", &[][..]), ("ratelimit_headers", realistic)] {
+        let mut bare = answering(headers);
+        group.bench_function(format!("bare/{name}"), |b| {
+            b.iter(|| now(bare.call(black_box(request()))))
+        });
+        let mut layered = tower::Layer::layer(&RateLimitLayer::new(), answering(headers));
+        group.bench_function(format!("layer/{name}"), |b| {
+            b.iter(|| now(layered.call(black_box(request()))))
+        });
+    }
+    group.finish();
+}
+
+/// A hyper server on loopback that answers every request with 200 and a draft 08 pair.
+async fn serve() -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let service = service_fn(|_request| async {
+                let response = Response::builder()
+                    .header("ratelimit-policy", r#""default";q=100000;w=60"#)
+                    .header("ratelimit", r#""default";r=99999;t=60"#)
+                    .body(Full::new(Bytes::from_static(b"{}")))
+                    .unwrap();
+                Ok::<_, Infallible>(response)
+            });
+            tokio::spawn(
+                hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service),
+            );
+        }
+    });
+    address
+}
+
+/// Requests in one measured batch.
+const BATCH: usize = 64;
+
+/// `BATCH` requests, `concurrency` at a time.
+async fn batch<S>(service: &S, url: &str, concurrency: usize)
+where
+    S: Service<Request<Full<Bytes>>, Response = Response<hyper::body::Incoming>> + Clone,
+    S::Error: std::fmt::Debug,
+{
+    for _ in 0..BATCH / concurrency {
+        wave(service, url, concurrency).await;
+    }
+}
+
+async fn wave<S>(service: &S, url: &str, concurrency: usize)
+where
+    S: Service<Request<Full<Bytes>>, Response = Response<hyper::body::Incoming>> + Clone,
+    S::Error: std::fmt::Debug,
+{
+    let calls = (0..concurrency).map(|_| {
+        let service = service.clone();
+        let request = Request::get(url).body(Full::new(Bytes::new())).unwrap();
+        async move {
+            let response = service.oneshot(request).await.unwrap();
+            response.into_body().collect().await.unwrap();
+        }
+    });
+    futures_util::future::join_all(calls).await;
+}
+
+fn loopback(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let address = runtime.block_on(serve());
+    let url = format!("http://{address}/");
+    let bare = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let layered = tower::Layer::layer(&RateLimitLayer::new(), bare.clone());
+    let mut group = c.benchmark_group("loopback");
+    group.throughput(criterion::Throughput::Elements(BATCH as u64));
+    for concurrency in [1, 8, 64] {
+        group.bench_function(format!("bare/{concurrency}"), |b| {
+            b.to_async(&runtime)
+                .iter(|| batch(&bare, &url, concurrency))
+        });
+        group.bench_function(format!("layer/{concurrency}"), |b| {
+            b.to_async(&runtime)
+                .iter(|| batch(&layered, &url, concurrency))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, per_call, loopback);
+criterion_main!(benches);
