@@ -117,6 +117,16 @@ impl Budget {
         }
     }
 
+    /// What is left of the call's total wait.
+    pub(crate) fn time_left(&self, settings: &Settings) -> Duration {
+        settings.max_wait.saturating_sub(self.waited)
+    }
+
+    /// Records a wait at the gate.
+    pub(crate) fn add_wait(&mut self, wait: Duration) {
+        self.waited = self.waited.saturating_add(wait);
+    }
+
     /// How many retries the call has made.
     pub(crate) fn retries(&self) -> u32 {
         self.transient_retries + self.rate_limited_retries

@@ -1,10 +1,15 @@
 //! [`RateLimitLayer`] and its settings.
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
+use http::request::Parts;
 use tower_layer::Layer;
 
 use crate::backoff::Backoff;
+use crate::gate::Gates;
+use crate::key::{Key, KeyFn, by_origin};
 use crate::policy::StatusPolicy;
 use crate::service::RateLimit;
 
@@ -21,6 +26,9 @@ use crate::service::RateLimit;
 /// | [`transient_retries`](Self::transient_retries) | 3, at least 1 |
 /// | [`rate_limited_retries`](Self::rate_limited_retries) | 10, at least 1 |
 /// | [`backoff`](Self::backoff) | 500 ms × 2^n, at most 20 s, × U[0.5, 1] |
+/// | [`respect_remaining`](Self::respect_remaining) | on |
+/// | [`key`](Self::key) | the request's origin, [`Key::origin`] |
+/// | [`gates`](Self::gates) | a set of gates of its own, shared by every service it makes |
 ///
 /// # Example
 ///
@@ -39,10 +47,22 @@ use crate::service::RateLimit;
 ///     });
 /// # let _ = service;
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct RateLimitLayer<P = StatusPolicy> {
     policy: P,
     settings: Settings,
+    gates: Gates,
+    key: KeyFn,
+}
+
+impl<P: fmt::Debug> fmt::Debug for RateLimitLayer<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimitLayer")
+            .field("policy", &self.policy)
+            .field("settings", &self.settings)
+            .field("gates", &self.gates)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The settings of one layer, shared by every call through it.
@@ -54,6 +74,7 @@ pub(crate) struct Settings {
     pub(crate) transient_retries: u32,
     pub(crate) rate_limited_retries: u32,
     pub(crate) backoff: Backoff,
+    pub(crate) respect_remaining: bool,
 }
 
 impl Default for Settings {
@@ -65,6 +86,7 @@ impl Default for Settings {
             transient_retries: 3,
             rate_limited_retries: 10,
             backoff: Backoff::default(),
+            respect_remaining: true,
         }
     }
 }
@@ -104,6 +126,8 @@ impl Default for RateLimitLayer {
         RateLimitLayer {
             policy: StatusPolicy::new(),
             settings: Settings::default(),
+            gates: Gates::new(),
+            key: by_origin(),
         }
     }
 }
@@ -114,6 +138,8 @@ impl<P> RateLimitLayer<P> {
         RateLimitLayer {
             policy,
             settings: self.settings,
+            gates: self.gates,
+            key: self.key,
         }
     }
 
@@ -170,13 +196,56 @@ impl<P> RateLimitLayer<P> {
         self.settings.backoff = backoff;
         self
     }
+
+    /// Whether a meter that said `remaining = 0` holds the key's calls until its reset, and
+    /// whether calls are let through only as far as the quota the server reported (default:
+    /// on). Off, only a rate-limited response closes the gate.
+    pub fn respect_remaining(mut self, respect: bool) -> Self {
+        self.settings.respect_remaining = respect;
+        self
+    }
+
+    /// Names the rate limit each request counts against (default: its origin,
+    /// [`Key::origin`]). Calls with the same key share one gate; `None` leaves a request
+    /// ungated.
+    ///
+    /// ```
+    /// use tower_retry_after::{Key, RateLimitLayer};
+    ///
+    /// // One limit per API token, as servers that count per credential do.
+    /// let layer = RateLimitLayer::new().key(|request: &http::request::Parts| {
+    ///     let token = request.headers.get("authorization")?.to_str().ok()?;
+    ///     Some(Key::named(token))
+    /// });
+    /// # let _ = layer;
+    /// ```
+    pub fn key<F>(mut self, key: F) -> Self
+    where
+        F: Fn(&Parts) -> Option<Key> + Send + Sync + 'static,
+    {
+        self.key = Arc::new(key);
+        self
+    }
+
+    /// Shares `gates` with every other layer given them: a 429 seen through any of them holds
+    /// the key's calls through all of them.
+    pub fn gates(mut self, gates: Gates) -> Self {
+        self.gates = gates;
+        self
+    }
 }
 
 impl<S, P: Clone> Layer<S> for RateLimitLayer<P> {
     type Service = RateLimit<S, P>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        RateLimit::with_settings(inner, self.policy.clone(), self.settings.effective())
+        RateLimit::with_settings(
+            inner,
+            self.policy.clone(),
+            self.settings.effective(),
+            self.gates.clone(),
+            self.key.clone(),
+        )
     }
 }
 

@@ -64,18 +64,23 @@
 mod backoff;
 mod budget;
 mod future;
+mod gate;
 mod headers;
 mod key;
 mod layer;
 pub mod policy;
 mod service;
+mod throttled;
 
 pub use backoff::Backoff;
 pub use future::ResponseFuture;
+pub use gate::{GateSnapshot, Gates};
 pub use headers::{Meter, RateLimitInfo};
+pub use key::Key;
 pub use layer::RateLimitLayer;
 pub use policy::BoxError;
 pub use service::RateLimit;
+pub use throttled::Throttled;
 
 /// What the fuzz crate checks beyond the public API; not part of the API.
 #[cfg(feature = "__fuzzing")]

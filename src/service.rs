@@ -6,6 +6,8 @@ use http::{Request, Response};
 use tower_service::Service;
 
 use crate::future::ResponseFuture;
+use crate::gate::Gates;
+use crate::key::{KeyFn, by_origin};
 use crate::layer::{RateLimitLayer, Settings};
 use crate::policy::{BoxError, Policy, StatusPolicy};
 
@@ -24,11 +26,24 @@ use crate::policy::{BoxError, Policy, StatusPolicy};
 /// }));
 /// # let _ = service;
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct RateLimit<S, P = StatusPolicy> {
     inner: S,
     policy: P,
     settings: Settings,
+    gates: Gates,
+    key: KeyFn,
+}
+
+impl<S: std::fmt::Debug, P: std::fmt::Debug> std::fmt::Debug for RateLimit<S, P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateLimit")
+            .field("inner", &self.inner)
+            .field("policy", &self.policy)
+            .field("settings", &self.settings)
+            .field("gates", &self.gates)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<S> RateLimit<S> {
@@ -46,15 +61,34 @@ impl<S> RateLimit<S> {
 impl<S, P> RateLimit<S, P> {
     /// Wraps `inner` with the default settings and `policy`.
     pub fn with_policy(inner: S, policy: P) -> Self {
-        RateLimit::with_settings(inner, policy, Settings::default())
+        RateLimit::with_settings(
+            inner,
+            policy,
+            Settings::default(),
+            Gates::new(),
+            by_origin(),
+        )
     }
 
-    pub(crate) fn with_settings(inner: S, policy: P, settings: Settings) -> Self {
+    pub(crate) fn with_settings(
+        inner: S,
+        policy: P,
+        settings: Settings,
+        gates: Gates,
+        key: KeyFn,
+    ) -> Self {
         RateLimit {
             inner,
             policy,
             settings,
+            gates,
+            key,
         }
+    }
+
+    /// The gates this service holds its calls at, to read a key's state or share them.
+    pub fn gates(&self) -> &Gates {
+        &self.gates
     }
 
     /// The inner service.
@@ -92,6 +126,13 @@ where
         // the next call (tower's convention for a service moved into a future).
         let clone = self.inner.clone();
         let ready = std::mem::replace(&mut self.inner, clone);
-        ResponseFuture::new(ready, self.policy.clone(), self.settings, request)
+        ResponseFuture::new(
+            ready,
+            self.policy.clone(),
+            self.settings,
+            self.gates.clone(),
+            &self.key,
+            request,
+        )
     }
 }

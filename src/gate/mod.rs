@@ -1,0 +1,323 @@
+//! The shared gates: one per key, held once for every call on that key.
+//!
+//! A 429 closes its key's gate until the server's time; every call on the key then waits on
+//! that one gate instead of sleeping its own copy of the wait and stampeding back with the
+//! others. A meter that said the quota is spent closes it until the reset. When the gate
+//! reopens, a probe goes first, alone, and the others follow paced (see `state`).
+//!
+//! The registry only remembers keys with something to remember (a closure, a quota window, a
+//! waiter, a request in flight against a known quota), and at most `capacity` of them, so
+//! memory stays bounded under any number of distinct keys.
+
+mod state;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::Waker;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::key::Key;
+use state::{Admission, Gate};
+pub(crate) use state::{Quota, Report};
+
+/// How many keys a registry remembers by default.
+const CAPACITY: usize = 10_000;
+
+/// The gates of every key, shared by all clones of a service, and by every layer given the
+/// same `Gates`.
+///
+/// It also reads any key's state: [`snapshot`](Gates::snapshot).
+///
+/// # Example
+///
+/// ```
+/// use tower_retry_after::{Gates, Key, RateLimitLayer};
+///
+/// // Two clients of one API, one set of gates: a 429 to either holds both.
+/// let gates = Gates::new();
+/// let reads = RateLimitLayer::new().gates(gates.clone());
+/// let writes = RateLimitLayer::new().gates(gates.clone());
+/// # let _ = (reads, writes);
+/// assert!(gates.snapshot(&Key::named("api")).is_none(), "nothing known yet");
+/// ```
+#[derive(Clone)]
+pub struct Gates {
+    registry: Arc<Registry>,
+}
+
+struct Registry {
+    table: Mutex<Table>,
+    capacity: usize,
+}
+
+#[derive(Default)]
+struct Table {
+    gates: HashMap<Key, Gate>,
+    /// New keys turned away since the last sweep for idle gates: a full registry is swept once
+    /// per so many, so that turning keys away stays cheap.
+    turned_away: usize,
+}
+
+impl Default for Gates {
+    fn default() -> Self {
+        Gates::with_capacity(CAPACITY)
+    }
+}
+
+impl std::fmt::Debug for Gates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gates")
+            .field("keys", &self.len())
+            .field("capacity", &self.registry.capacity)
+            .finish()
+    }
+}
+
+/// A key's gate as it stands now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GateSnapshot {
+    closed_for: Option<Duration>,
+    remaining: Option<u64>,
+    reset_in: Option<Duration>,
+    waiters: usize,
+    in_flight: u32,
+}
+
+impl GateSnapshot {
+    /// How long the gate stays closed (a 429's instruction, or a spent window); `None` if open.
+    pub fn closed_for(&self) -> Option<Duration> {
+        self.closed_for
+    }
+
+    /// The quota the server last reported for the current window; `None` when unknown.
+    pub fn remaining(&self) -> Option<u64> {
+        self.remaining
+    }
+
+    /// How long until that window resets, aged to now.
+    pub fn reset_in(&self) -> Option<Duration> {
+        self.reset_in
+    }
+
+    /// Whether the server said no quota is left in the current window.
+    pub fn is_exhausted(&self) -> bool {
+        self.remaining == Some(0)
+    }
+
+    /// How many calls wait at the gate.
+    pub fn waiters(&self) -> usize {
+        self.waiters
+    }
+
+    /// How many requests were let through and are not answered yet.
+    pub fn in_flight(&self) -> u32 {
+        self.in_flight
+    }
+}
+
+impl Gates {
+    /// An empty set of gates remembering at most 10,000 keys.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty set of gates remembering at most `capacity` keys (at least 1). Past it, what a
+    /// response says about a new key is not kept: that key behaves as unknown, and memory
+    /// stays bounded.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Gates {
+            registry: Arc::new(Registry {
+                table: Mutex::new(Table::default()),
+                capacity: capacity.max(1),
+            }),
+        }
+    }
+
+    /// How many keys are remembered.
+    pub fn len(&self) -> usize {
+        self.lock().gates.len()
+    }
+
+    /// Whether no key is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The state of `key`'s gate, aged to now; `None` if nothing is remembered about it.
+    pub fn snapshot(&self, key: &Key) -> Option<GateSnapshot> {
+        let now = Instant::now();
+        let table = self.lock();
+        let gate = table.gates.get(key)?;
+        let quota = gate.quota(now);
+        Some(GateSnapshot {
+            closed_for: gate.closed_for(now),
+            remaining: quota.map(|quota| quota.remaining),
+            reset_in: quota.map(|quota| quota.reset_at - now),
+            waiters: gate.waiters(),
+            in_flight: gate.in_flight(),
+        })
+    }
+
+    /// A call on `key` arrives with `budget` left to wait.
+    pub(crate) fn enter(&self, key: &Key, now: Instant, budget: Duration) -> Entered {
+        let mut table = self.lock();
+        let Some(gate) = table.gates.get_mut(key) else {
+            return Entered::Admitted(self.pass(key, false, false));
+        };
+        if let Some(closed_for) = gate.closed_for(now) {
+            if closed_for > budget {
+                return Entered::Throttled(closed_for);
+            }
+        }
+        match gate.arrive(now) {
+            Ok(probe) => Entered::Admitted(self.pass(key, probe, true)),
+            Err(id) => Entered::Queued(Place {
+                gates: self.clone(),
+                key: key.clone(),
+                id,
+                queued: true,
+            }),
+        }
+    }
+
+    fn pass(&self, key: &Key, probe: bool, counted: bool) -> Pass {
+        Pass {
+            gates: self.clone(),
+            key: key.clone(),
+            admission: Admission { probe, counted },
+            open: true,
+        }
+    }
+
+    /// Applies `change` to `key`'s gate, if it has one, and forgets the gate if it is left idle.
+    fn update(&self, key: &Key, now: Instant, change: impl FnOnce(&mut Gate)) {
+        let mut table = self.lock();
+        if let Some(gate) = table.gates.get_mut(key) {
+            change(gate);
+            if gate.is_idle(now) {
+                table.gates.remove(key);
+            }
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        // The table is only changed by short, panic-free sections: a poisoned lock still holds
+        // consistent gates.
+        self.registry
+            .table
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Table {
+    /// Records `report` for a request on `key` let through as `admitted`, making the key's
+    /// gate if the report gives it something to remember and there is room.
+    fn answered(
+        &mut self,
+        key: &Key,
+        admitted: Admission,
+        report: Report,
+        now: Instant,
+        capacity: usize,
+    ) {
+        if let Some(gate) = self.gates.get_mut(key) {
+            gate.answered(admitted, report, now);
+            if gate.is_idle(now) {
+                self.gates.remove(key);
+            }
+            return;
+        }
+        let mut gate = Gate::new();
+        gate.answered(admitted, report, now);
+        if !gate.is_idle(now) && self.make_room(now, capacity) {
+            self.gates.insert(key.clone(), gate);
+        }
+    }
+
+    /// Whether a new key fits, forgetting idle gates now and then while the registry is full.
+    fn make_room(&mut self, now: Instant, capacity: usize) -> bool {
+        if self.gates.len() < capacity {
+            return true;
+        }
+        self.turned_away += 1;
+        if self.turned_away >= capacity / 8 {
+            self.turned_away = 0;
+            self.gates.retain(|_, gate| !gate.is_idle(now));
+        }
+        self.gates.len() < capacity
+    }
+}
+
+/// What a call meets at the gate.
+pub(crate) enum Entered {
+    /// It may go now.
+    Admitted(Pass),
+    /// It waits, in this place.
+    Queued(Place),
+    /// The gate stays closed longer than the call may wait.
+    Throttled(Duration),
+}
+
+/// A request let through a gate. What its response says must be recorded; if no response
+/// comes (the call was dropped, or failed in transport), dropping the pass tells the gate so.
+pub(crate) struct Pass {
+    gates: Gates,
+    key: Key,
+    admission: Admission,
+    open: bool,
+}
+
+impl Pass {
+    /// Records what the response said.
+    pub(crate) fn answered(mut self, report: Report, now: Instant) {
+        self.open = false;
+        let capacity = self.gates.registry.capacity;
+        self.gates
+            .lock()
+            .answered(&self.key, self.admission, report, now, capacity);
+    }
+}
+
+impl Drop for Pass {
+    fn drop(&mut self) {
+        if self.open {
+            let admission = self.admission;
+            self.gates
+                .update(&self.key, Instant::now(), |gate| gate.abandoned(admission));
+        }
+    }
+}
+
+/// A place in a gate's queue; dropping it leaves the queue.
+pub(crate) struct Place {
+    gates: Gates,
+    key: Key,
+    id: u64,
+    queued: bool,
+}
+
+impl Place {
+    /// Whether the call may go: its pass, or when to ask again (`None`: when woken).
+    pub(crate) fn poll(&mut self, now: Instant, waker: &Waker) -> Result<Pass, Option<Instant>> {
+        let (probe, counted) = match self.gates.lock().gates.get_mut(&self.key) {
+            Some(gate) => (gate.poll_waiter(self.id, now, waker)?, true),
+            // The gate was forgotten: nothing holds the call back.
+            None => (false, false),
+        };
+        self.queued = false;
+        Ok(self.gates.pass(&self.key, probe, counted))
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        if self.queued {
+            let id = self.id;
+            self.gates
+                .update(&self.key, Instant::now(), |gate| gate.leave(id));
+        }
+    }
+}

@@ -1,0 +1,578 @@
+//! The shared gate, with many tasks on a paused clock against a simulated limiter that
+//! records every request it receives and what it answered.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http::{Request, Response};
+use tokio::time::Instant;
+use tower::{BoxError, Layer, Service, ServiceExt};
+use tower_retry_after::{Gates, Key, RateLimitLayer, Throttled};
+
+const SECOND: Duration = Duration::from_secs(1);
+
+/// What the limiter sends beside its verdict.
+#[derive(Clone, Copy, PartialEq)]
+enum Headers {
+    /// `Retry-After` on a 429, nothing else.
+    RetryAfter,
+    /// `Retry-After` on a 429, and the draft 08 pair on every response.
+    Draft8,
+}
+
+/// How the limiter decides.
+#[derive(Clone, Copy)]
+enum Model {
+    /// Refuses everything until `until`, then accepts everything.
+    ClosedUntil(Instant),
+    /// `limit` requests per `window`, the window opening at its first request.
+    FixedWindow { limit: u32, window: Duration },
+}
+
+#[derive(Clone)]
+struct Limiter {
+    state: Arc<Mutex<LimiterState>>,
+}
+
+struct LimiterState {
+    model: Model,
+    headers: Headers,
+    window_start: Option<Instant>,
+    used: u32,
+    /// Every request: when it arrived and the status it got.
+    log: Vec<(Instant, u16)>,
+    /// Scripted answers, used before the model: status and headers.
+    script: Vec<(u16, Vec<(&'static str, String)>)>,
+}
+
+impl Limiter {
+    fn new(model: Model, headers: Headers) -> Self {
+        Limiter {
+            state: Arc::new(Mutex::new(LimiterState {
+                model,
+                headers,
+                window_start: None,
+                used: 0,
+                log: Vec::new(),
+                script: Vec::new(),
+            })),
+        }
+    }
+
+    /// Answers these first, in order, before the model decides.
+    fn scripted(self, answers: Vec<(u16, Vec<(&'static str, String)>)>) -> Self {
+        self.state.lock().unwrap().script = answers.into_iter().rev().collect();
+        self
+    }
+
+    fn log(&self) -> Vec<(Instant, u16)> {
+        self.state.lock().unwrap().log.clone()
+    }
+
+    fn refused(&self) -> usize {
+        self.log()
+            .iter()
+            .filter(|(_, status)| *status == 429)
+            .count()
+    }
+
+    fn answer(&self) -> Response<String> {
+        let now = Instant::now();
+        let mut state = self.state.lock().unwrap();
+        let (status, mut headers) = match state.script.pop() {
+            Some(scripted) => scripted,
+            None => state.decide(now),
+        };
+        if state.headers == Headers::Draft8 && status != 200 && headers.is_empty() {
+            headers = state.meters(now, 0);
+        }
+        state.log.push((now, status));
+        let mut response = Response::builder().status(status);
+        for (name, value) in headers {
+            response = response.header(name, value);
+        }
+        response.body(String::new()).unwrap()
+    }
+}
+
+impl LimiterState {
+    fn decide(&mut self, now: Instant) -> (u16, Vec<(&'static str, String)>) {
+        match self.model {
+            Model::ClosedUntil(until) if now < until => (429, retry_after(until - now)),
+            Model::ClosedUntil(_) => (200, vec![]),
+            Model::FixedWindow { limit, window } => {
+                let start = match self.window_start {
+                    Some(start) if now < start + window => start,
+                    _ => {
+                        self.used = 0;
+                        *self.window_start.insert(now)
+                    }
+                };
+                let left = start + window - now;
+                if self.used < limit {
+                    self.used += 1;
+                    let remaining = u64::from(limit - self.used);
+                    let headers = match self.headers {
+                        Headers::Draft8 => self.meters(now, remaining),
+                        Headers::RetryAfter => vec![],
+                    };
+                    (200, headers)
+                } else {
+                    let mut headers = retry_after(left);
+                    if self.headers == Headers::Draft8 {
+                        headers.extend(self.meters(now, 0));
+                    }
+                    (429, headers)
+                }
+            }
+        }
+    }
+
+    fn meters(&self, now: Instant, remaining: u64) -> Vec<(&'static str, String)> {
+        let Model::FixedWindow { limit, window } = self.model else {
+            return vec![];
+        };
+        let left = self
+            .window_start
+            .map_or(window, |start| start + window - now);
+        vec![
+            (
+                "ratelimit-policy",
+                format!("\"w\";q={limit};w={}", window.as_secs()),
+            ),
+            (
+                "ratelimit",
+                format!("\"w\";r={remaining};t={}", ceil_seconds(left)),
+            ),
+        ]
+    }
+}
+
+fn ceil_seconds(duration: Duration) -> u64 {
+    duration.as_millis().div_ceil(1000) as u64
+}
+
+fn retry_after(left: Duration) -> Vec<(&'static str, String)> {
+    vec![("retry-after", ceil_seconds(left).max(1).to_string())]
+}
+
+impl Service<Request<String>> for Limiter {
+    type Response = Response<String>;
+    type Error = BoxError;
+    type Future = std::future::Ready<Result<Response<String>, BoxError>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), BoxError>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _request: Request<String>) -> Self::Future {
+        std::future::ready(Ok(self.answer()))
+    }
+}
+
+fn request(host: &str) -> Request<String> {
+    Request::get(format!("http://{host}/items"))
+        .body(String::new())
+        .unwrap()
+}
+
+/// Starts `calls` calls through `layer` to `limiter`, each its own task.
+fn spawn_calls(
+    layer: &RateLimitLayer,
+    limiter: &Limiter,
+    calls: usize,
+) -> Vec<tokio::task::JoinHandle<Result<Response<String>, BoxError>>> {
+    (0..calls)
+        .map(|_| {
+            let service = layer.layer(limiter.clone());
+            tokio::spawn(service.oneshot(request("api.test")))
+        })
+        .collect()
+}
+
+async fn statuses(
+    calls: Vec<tokio::task::JoinHandle<Result<Response<String>, BoxError>>>,
+) -> Vec<u16> {
+    let mut statuses = Vec::new();
+    for call in calls {
+        statuses.push(
+            call.await
+                .unwrap()
+                .map_or(0, |response| response.status().as_u16()),
+        );
+    }
+    statuses
+}
+
+/// A first call meets a 429 and closes the gate; `waiters` more calls arrive while it is
+/// closed. Returns when every call has finished.
+async fn episode(limiter: &Limiter, waiters: usize) -> Vec<u16> {
+    let layer = RateLimitLayer::new();
+    let first = spawn_calls(&layer, limiter, 1);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let mut calls = first;
+    calls.extend(spawn_calls(&layer, limiter, waiters));
+    statuses(calls).await
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_429_holds_every_call_on_the_key_once_and_costs_one_refusal() {
+    let limiter = Limiter::new(
+        Model::ClosedUntil(Instant::now() + 5 * SECOND),
+        Headers::RetryAfter,
+    );
+    let started = Instant::now();
+    let statuses = episode(&limiter, 99).await;
+    assert!(statuses.iter().all(|status| *status == 200), "{statuses:?}");
+    assert_eq!(limiter.refused(), 1, "only the first call met the limit");
+    let during = limiter
+        .log()
+        .iter()
+        .filter(|(at, _)| *at < started + 5 * SECOND)
+        .count();
+    assert_eq!(during, 1, "nothing was sent while the gate was closed");
+    assert_eq!(limiter.log().len(), 101);
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_the_rate_unknown_waiters_never_leave_in_the_same_instant() {
+    let limiter = Limiter::new(
+        Model::ClosedUntil(Instant::now() + 2 * SECOND),
+        Headers::RetryAfter,
+    );
+    episode(&limiter, 1000).await;
+    let accepted: Vec<Instant> = limiter
+        .log()
+        .into_iter()
+        .filter(|(_, status)| *status == 200)
+        .map(|(at, _)| at)
+        .collect();
+    assert_eq!(accepted.len(), 1001);
+    for pair in accepted.windows(2) {
+        assert!(
+            pair[1] > pair[0],
+            "two requests left in the same instant: {pair:?}"
+        );
+    }
+}
+
+/// Counts the refusals in each window of a fixed-window limiter, after the first one.
+fn refusals_per_window(limiter: &Limiter, window: Duration) -> Vec<usize> {
+    let log = limiter.log();
+    let first_refusal = log.iter().position(|(_, status)| *status == 429).unwrap();
+    let start = log[first_refusal].0;
+    let mut counts = Vec::new();
+    for (at, status) in &log[first_refusal + 1..] {
+        let index = ((*at - start).as_millis() / window.as_millis()) as usize;
+        if counts.len() <= index {
+            counts.resize(index + 1, 0);
+        }
+        counts[index] += usize::from(*status == 429);
+    }
+    counts
+}
+
+#[tokio::test(start_paused = true)]
+async fn refusals_stay_at_one_per_episode_with_retry_after_only() {
+    let window = SECOND;
+    let limiter = Limiter::new(
+        Model::FixedWindow { limit: 10, window },
+        Headers::RetryAfter,
+    )
+    .scripted(vec![(429, retry_after(window))]);
+    let statuses = episode(&limiter, 100).await;
+    assert!(statuses.iter().all(|status| *status == 200), "{statuses:?}");
+    let refusals = refusals_per_window(&limiter, window);
+    assert!(refusals.iter().all(|count| *count <= 1), "{refusals:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_meters_the_gate_lets_out_exactly_what_remains_and_nothing_is_refused() {
+    let window = SECOND;
+    let limiter = Limiter::new(Model::FixedWindow { limit: 10, window }, Headers::Draft8)
+        .scripted(vec![(429, retry_after(window))]);
+    let statuses = episode(&limiter, 100).await;
+    assert!(statuses.iter().all(|status| *status == 200), "{statuses:?}");
+    assert_eq!(limiter.refused(), 1, "only the scripted first refusal");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_shorter_retry_after_never_brings_the_gate_forward() {
+    let limiter =
+        Limiter::new(Model::ClosedUntil(Instant::now()), Headers::RetryAfter).scripted(vec![
+            (429, vec![("retry-after", "10".into())]),
+            (429, vec![("retry-after", "2".into())]),
+        ]);
+    let layer = RateLimitLayer::new();
+    let started = Instant::now();
+    let calls = spawn_calls(&layer, &limiter, 2);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let later = spawn_calls(&layer, &limiter, 1);
+    statuses(calls).await;
+    statuses(later).await;
+    let log = limiter.log();
+    assert_eq!(log.len(), 5);
+    assert!(
+        log[2..].iter().all(|(at, _)| *at >= started + 10 * SECOND),
+        "{log:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_spent_window_holds_the_next_call_and_sends_nothing_until_its_reset() {
+    let spent = vec![("ratelimit", "\"d\";r=0;t=30".to_owned())];
+    let limiter = Limiter::new(Model::ClosedUntil(Instant::now()), Headers::RetryAfter)
+        .scripted(vec![(200, spent)]);
+    let layer = RateLimitLayer::new();
+    let started = Instant::now();
+    statuses(spawn_calls(&layer, &limiter, 1)).await;
+    statuses(spawn_calls(&layer, &limiter, 1)).await;
+    let log = limiter.log();
+    assert_eq!(log.len(), 2);
+    assert!(log[1].0 >= started + 30 * SECOND, "{log:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_response_without_meters_does_not_erase_what_an_earlier_one_said() {
+    // Two requests in flight together: the first answer says the window is spent, the second,
+    // a moment later, says nothing.
+    let arrivals = Arc::new(Mutex::new(Vec::new()));
+    let log = arrivals.clone();
+    let service = tower::service_fn(move |_request: Request<String>| {
+        let log = log.clone();
+        async move {
+            let nth = {
+                let mut log = log.lock().unwrap();
+                log.push(Instant::now());
+                log.len()
+            };
+            tokio::time::sleep(Duration::from_millis(10 * nth as u64)).await;
+            let mut response = Response::builder();
+            if nth == 1 {
+                response = response.header("ratelimit", "\"d\";r=0;t=30");
+            }
+            Ok::<_, BoxError>(response.body(String::new()).unwrap())
+        }
+    });
+    let gated = RateLimitLayer::new().layer(service);
+    let started = Instant::now();
+    let both = (
+        gated.clone().oneshot(request("api.test")),
+        gated.clone().oneshot(request("api.test")),
+    );
+    let (first, second) = tokio::join!(both.0, both.1);
+    first.unwrap();
+    second.unwrap();
+    gated.oneshot(request("api.test")).await.unwrap();
+    let arrivals = arrivals.lock().unwrap().clone();
+    assert_eq!(arrivals.len(), 3);
+    assert!(arrivals[2] >= started + 30 * SECOND, "{arrivals:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn opting_out_of_429_retries_never_blocks_the_next_call() {
+    let limiter = Limiter::new(
+        Model::ClosedUntil(Instant::now() + 30 * SECOND),
+        Headers::RetryAfter,
+    );
+    let layer = RateLimitLayer::new().retry_on_rate_limit(false);
+    let started = Instant::now();
+    assert_eq!(statuses(spawn_calls(&layer, &limiter, 1)).await, [429]);
+    assert_eq!(statuses(spawn_calls(&layer, &limiter, 1)).await, [429]);
+    assert_eq!(started.elapsed(), Duration::ZERO);
+    assert!(layer_gates_are_empty(&layer));
+}
+
+#[tokio::test(start_paused = true)]
+async fn opting_out_of_remaining_never_blocks_the_next_call() {
+    let spent = vec![("ratelimit", "\"d\";r=0;t=30".to_owned())];
+    let limiter = Limiter::new(Model::ClosedUntil(Instant::now()), Headers::RetryAfter)
+        .scripted(vec![(200, spent)]);
+    let layer = RateLimitLayer::new().respect_remaining(false);
+    let started = Instant::now();
+    statuses(spawn_calls(&layer, &limiter, 2)).await;
+    assert!(limiter.log().iter().all(|(at, _)| *at == started));
+}
+
+fn layer_gates_are_empty(layer: &RateLimitLayer) -> bool {
+    let service = layer.layer(Limiter::new(
+        Model::ClosedUntil(Instant::now()),
+        Headers::RetryAfter,
+    ));
+    service.gates().is_empty()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_gate_closed_longer_than_a_call_may_wait_throttles_it_without_sending() {
+    let gates = Gates::new();
+    let patient = RateLimitLayer::new()
+        .gates(gates.clone())
+        .retry_after_cap(Duration::from_secs(600))
+        .max_wait(Duration::from_secs(1200));
+    let hasty = RateLimitLayer::new().gates(gates.clone());
+    let limiter = Limiter::new(
+        Model::ClosedUntil(Instant::now() + 300 * SECOND),
+        Headers::RetryAfter,
+    );
+    let first = spawn_calls(&patient, &limiter, 1);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let error = hasty
+        .layer(limiter.clone())
+        .oneshot(request("api.test"))
+        .await
+        .unwrap_err();
+    let throttled = error
+        .downcast_ref::<Throttled>()
+        .expect("a Throttled error");
+    assert!(throttled.retry_after() > 290 * SECOND);
+    assert_eq!(throttled.key(), &key());
+    assert_eq!(limiter.log().len(), 1, "the throttled call sent nothing");
+    assert_eq!(statuses(first).await, [200]);
+}
+
+/// The key of every request to the limiter: its origin.
+fn key() -> Key {
+    let (parts, _) = request("api.test").into_parts();
+    Key::origin(&parts).unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_ten_thousand_waiters_leaves_none_behind() {
+    let limiter = Limiter::new(
+        Model::ClosedUntil(Instant::now() + 60 * SECOND),
+        Headers::RetryAfter,
+    );
+    let layer = RateLimitLayer::new();
+    let service = layer.layer(limiter.clone());
+    let gates = service.gates().clone();
+    let first = spawn_calls(&layer, &limiter, 1);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let waiters = spawn_calls(&layer, &limiter, 10_000);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let key = key();
+    // The first call waits too: its retry, for the end of the closure its 429 caused.
+    assert_eq!(gates.snapshot(&key).unwrap().waiters(), 10_001);
+    for waiter in &waiters {
+        waiter.abort();
+    }
+    first[0].abort();
+    for waiter in waiters.into_iter().chain(first) {
+        let _ = waiter.await;
+    }
+    let snapshot = gates.snapshot(&key).unwrap();
+    assert_eq!(snapshot.waiters(), 0);
+    assert_eq!(snapshot.in_flight(), 0);
+    assert_eq!(limiter.log().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_million_distinct_keys_leave_the_registry_bounded() {
+    let gates = Gates::with_capacity(1000);
+    let layer = RateLimitLayer::new().gates(gates.clone());
+    let meters = tower::service_fn(|_request: Request<String>| async {
+        let response = Response::builder()
+            .header("ratelimit", "\"d\";r=5;t=60")
+            .body(String::new())
+            .unwrap();
+        Ok::<_, BoxError>(response)
+    });
+    let mut service = layer.layer(meters);
+    for host in 0..1_000_000u32 {
+        let request = request(&format!("h{host}.test"));
+        service.ready().await.unwrap().call(request).await.unwrap();
+        assert!(gates.len() <= 1000);
+    }
+    assert_eq!(gates.len(), 1000);
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_a_call_in_flight_gives_back_its_share_of_the_quota() {
+    // The first response says one request remains; the next request hangs until dropped.
+    let answered = Arc::new(Mutex::new(0));
+    let counter = answered.clone();
+    let service = tower::service_fn(move |_request: Request<String>| {
+        let counter = counter.clone();
+        async move {
+            let nth = {
+                let mut count = counter.lock().unwrap();
+                *count += 1;
+                *count
+            };
+            if nth == 2 {
+                std::future::pending::<()>().await;
+            }
+            let response = Response::builder()
+                .header("ratelimit", "\"d\";r=1;t=60")
+                .body(String::new())
+                .unwrap();
+            Ok::<_, BoxError>(response)
+        }
+    });
+    let layer = RateLimitLayer::new();
+    let gated = layer.layer(service);
+    let gates = gated.gates().clone();
+    gated.clone().oneshot(request("api.test")).await.unwrap();
+    let hanging = tokio::spawn(gated.clone().oneshot(request("api.test")));
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(gates.snapshot(&key()).unwrap().in_flight(), 1);
+    hanging.abort();
+    let _ = hanging.await;
+    assert_eq!(gates.snapshot(&key()).unwrap().in_flight(), 0);
+    let started = Instant::now();
+    gated.oneshot(request("api.test")).await.unwrap();
+    assert_eq!(
+        started.elapsed(),
+        Duration::ZERO,
+        "the quota it held is free again"
+    );
+    assert_eq!(*answered.lock().unwrap(), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_probe_dropped_on_its_way_lets_the_next_waiter_probe() {
+    // The first request is refused for 5 s; the second, the probe, never comes back.
+    let arrivals = Arc::new(Mutex::new(Vec::new()));
+    let log = arrivals.clone();
+    let service = tower::service_fn(move |_request: Request<String>| {
+        let log = log.clone();
+        async move {
+            let nth = {
+                let mut log = log.lock().unwrap();
+                log.push(Instant::now());
+                log.len()
+            };
+            let mut response = Response::builder();
+            match nth {
+                1 => response = response.status(429).header("retry-after", "5"),
+                2 => std::future::pending::<()>().await,
+                _ => {}
+            }
+            Ok::<_, BoxError>(response.body(String::new()).unwrap())
+        }
+    });
+    let gated = RateLimitLayer::new().layer(service);
+    let started = Instant::now();
+    let first = tokio::spawn(gated.clone().oneshot(request("api.test")));
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let waiters: Vec<_> = (0..3)
+        .map(|_| tokio::spawn(gated.clone().oneshot(request("api.test"))))
+        .collect();
+    tokio::time::sleep(6 * SECOND).await;
+    assert_eq!(
+        arrivals.lock().unwrap().len(),
+        2,
+        "only the probe went at 5 s"
+    );
+    first.abort();
+    assert!(first.await.unwrap_err().is_cancelled());
+    for waiter in waiters {
+        assert_eq!(waiter.await.unwrap().unwrap().status(), 200);
+    }
+    assert!(
+        started.elapsed() < 7 * SECOND,
+        "the next waiter probed at once"
+    );
+}
