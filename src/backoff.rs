@@ -13,8 +13,8 @@ use std::time::Duration;
 
 /// The guessed-backoff schedule and the spread added to instructed waits.
 ///
-/// Defaults: `500 ms · 2^n`, at most 20 s, times U[0.5, 1]; instructed waits get up to 1 s of
-/// additive spread (never more than the instruction itself).
+/// Defaults: `500 ms · 2^n`, at most 20 s, times U[0.5, 1]; instructed waits get an additive
+/// spread of up to a tenth of the instruction, at most 1 s.
 ///
 /// # Example
 ///
@@ -69,7 +69,8 @@ impl Backoff {
     }
 
     /// The most spread added to an instructed wait (default 1 s). Each wait gets a uniform
-    /// share of it, never more than the instruction itself.
+    /// share of it, never more than a tenth of the instruction: enough to set clients that
+    /// were told the same time apart, not so much that a short window is lost.
     pub fn instructed_spread(mut self, spread: Duration) -> Self {
         self.instructed_spread = spread;
         self
@@ -98,7 +99,7 @@ impl Backoff {
     pub(crate) fn instructed(&self, instruction: Duration, unit: f64) -> Duration {
         let spread = self
             .instructed_spread
-            .min(instruction)
+            .min(instruction / 10)
             .mul_f64(unit.clamp(0.0, 1.0));
         instruction.max(self.floor()).saturating_add(spread)
     }
@@ -148,16 +149,19 @@ mod tests {
     #[test]
     fn instructed_waits_are_never_shorter_than_the_instruction() {
         let backoff = Backoff::new();
-        let two = Duration::from_secs(2);
-        assert_eq!(backoff.instructed(two, 0.0), two);
-        assert_eq!(backoff.instructed(two, 0.5), two + 500 * MS);
-        assert!(backoff.instructed(two, 0.999) < two + Duration::from_secs(1));
+        let twenty = Duration::from_secs(20);
+        assert_eq!(backoff.instructed(twenty, 0.0), twenty);
+        assert_eq!(backoff.instructed(twenty, 0.5), twenty + 500 * MS);
+        assert!(backoff.instructed(twenty, 0.999) < twenty + Duration::from_secs(1));
     }
 
     #[test]
-    fn the_spread_is_never_more_than_the_instruction() {
-        let backoff = Backoff::new().base(2 * MS);
-        assert_eq!(backoff.instructed(100 * MS, 0.5), 150 * MS);
+    fn the_spread_is_never_more_than_a_tenth_of_the_instruction() {
+        let backoff = Backoff::new();
+        let two = Duration::from_secs(2);
+        assert_eq!(backoff.instructed(two, 0.5), two + 100 * MS);
+        let small = Backoff::new().instructed_spread(50 * MS);
+        assert_eq!(small.instructed(two, 1.0), two + 50 * MS);
     }
 
     #[test]

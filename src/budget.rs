@@ -146,8 +146,8 @@ mod tests {
     #[test]
     fn an_instruction_is_waited_with_additive_spread() {
         let decision =
-            Budget::default().decide(Action::RateLimited, Some(2 * SECOND), &settings(), 0.5);
-        assert_eq!(decision.wait, 2 * SECOND + SECOND / 2);
+            Budget::default().decide(Action::RateLimited, Some(20 * SECOND), &settings(), 0.5);
+        assert_eq!(decision.wait, 20 * SECOND + SECOND / 2);
         assert_eq!(decision.reason, Reason::Instructed);
         assert_eq!(decision.declined, None);
     }
@@ -209,7 +209,7 @@ mod tests {
         budget.spend(Action::RateLimited, 100 * SECOND);
         let fits = budget.decide(Action::RateLimited, Some(20 * SECOND), &settings(), 0.0);
         assert_eq!(fits.declined, None);
-        let too_long = budget.decide(Action::RateLimited, Some(20 * SECOND), &settings(), 0.01);
+        let too_long = budget.decide(Action::RateLimited, Some(20 * SECOND), &settings(), 0.1);
         assert_eq!(too_long.declined, Some(Declined::OutOfTime));
         assert!(
             too_long.wait > 20 * SECOND,

@@ -77,7 +77,10 @@ async fn post_and_429_is_retried_no_sooner_than_retry_after() {
     assert_eq!(arrivals.len(), 2);
     let gap = arrivals[1] - arrivals[0];
     assert!(gap >= 2 * SECOND, "retried after {gap:?}");
-    assert!(gap < 3 * SECOND, "spread beyond its second: {gap:?}");
+    assert!(
+        gap < 2 * SECOND + SECOND / 5,
+        "spread beyond a tenth: {gap:?}"
+    );
     let bodies: Vec<_> = server.received().into_iter().map(|r| r.body).collect();
     assert_eq!(bodies[0], bodies[1], "the retry sends the same body");
 }

@@ -161,7 +161,10 @@ async fn a_meter_that_said_zero_is_an_instruction() {
     let script = Script::repeat(exhausted, 1);
     call(RateLimitLayer::new(), &script, "POST").await.unwrap();
     let gap = script.gaps()[0];
-    assert!(gap >= 3 * SECOND && gap < 4 * SECOND, "{gap:?}");
+    assert!(
+        gap >= 3 * SECOND && gap < 3 * SECOND + 3 * SECOND / 10,
+        "{gap:?}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -169,11 +172,14 @@ async fn retry_after_on_a_retried_503_is_honoured() {
     let script = Script::repeat(status(503, &[("retry-after", "5")]), 1);
     call(RateLimitLayer::new(), &script, "GET").await.unwrap();
     let gap = script.gaps()[0];
-    assert!(gap >= 5 * SECOND && gap < 6 * SECOND, "{gap:?}");
+    assert!(
+        gap >= 5 * SECOND && gap < 5 * SECOND + SECOND / 2,
+        "{gap:?}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
-async fn instructed_waits_are_never_shorter_than_the_instruction_and_spread_within_a_second() {
+async fn instructed_waits_are_never_shorter_than_the_instruction_and_spread_within_a_tenth() {
     let script = Script::repeat(status(429, &[("retry-after", "2")]), 10);
     let layer = RateLimitLayer::new().rate_limited_retries(10);
     call(layer, &script, "POST").await.unwrap();
@@ -181,7 +187,7 @@ async fn instructed_waits_are_never_shorter_than_the_instruction_and_spread_with
     assert_eq!(gaps.len(), 10);
     assert!(
         gaps.iter()
-            .all(|gap| *gap >= 2 * SECOND && *gap < 3 * SECOND),
+            .all(|gap| *gap >= 2 * SECOND && *gap < 2 * SECOND + SECOND / 5),
         "{gaps:?}"
     );
     let distinct: std::collections::HashSet<_> = gaps.iter().collect();

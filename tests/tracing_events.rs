@@ -76,7 +76,7 @@ async fn a_wait_taken_is_an_event_with_its_key_reason_wait_and_attempt() {
     assert_eq!(event["attempt"], "1");
     assert_eq!(event["will_retry"], "true");
     let wait: u64 = event["wait_ms"].parse().unwrap();
-    assert!((2000..3000).contains(&wait), "{wait}");
+    assert!((2000..2200).contains(&wait), "{wait}");
 }
 
 #[tokio::test(start_paused = true)]
