@@ -53,41 +53,34 @@ fn spawn(layer: &RateLimitLayer, limiter: &Limiter, calls: usize) -> Vec<Call> {
         .collect()
 }
 
+/// The heap a waiting call holds, per waiter: in all, and what taking its place at the gate
+/// added (the calls are spawned first, then polled, on a current-thread runtime).
+struct Memory {
+    per_call: f64,
+    at_the_gate: f64,
+}
+
 /// One call meets a 429 and closes the gate; `waiters` more arrive while it is closed. Returns
-/// the heap the waiters hold while they wait, per waiter, and how many calls were served.
-async fn episode(limiter: &Limiter, waiters: usize) -> (f64, usize) {
+/// the heap the waiters hold while they wait, and how many calls were served.
+async fn episode(limiter: &Limiter, waiters: usize) -> (Memory, usize) {
     let layer = RateLimitLayer::new();
     let mut calls = spawn(&layer, limiter, 1);
     tokio::time::sleep(Duration::from_millis(10)).await;
     let before = live_bytes();
     calls.extend(spawn(&layer, limiter, waiters));
+    let spawned = live_bytes();
     tokio::time::sleep(Duration::from_millis(10)).await;
-    let per_waiter = (live_bytes() - before) as f64 / waiters as f64;
+    let waiting = live_bytes();
+    let memory = Memory {
+        per_call: (waiting - before) as f64 / waiters as f64,
+        at_the_gate: (waiting - spawned) as f64 / waiters as f64,
+    };
     let mut served = 0;
     for call in calls {
         let status = call.await.unwrap().map(|response| response.status());
         served += usize::from(status.ok() == Some(http::StatusCode::OK));
     }
-    (per_waiter, served)
-}
-
-/// The heap a call holds while its request is out, per call: what waiting is compared with.
-async fn in_flight_bytes(calls: usize) -> f64 {
-    let hanging = tower::service_fn(|_request: Request<String>| async {
-        std::future::pending::<()>().await;
-        Ok::<Response<String>, BoxError>(Response::new(String::new()))
-    });
-    let layer = RateLimitLayer::new();
-    let before = live_bytes();
-    let handles: Vec<_> = (0..calls)
-        .map(|_| tokio::spawn(layer.layer(hanging).oneshot(request())))
-        .collect();
-    tokio::time::sleep(Duration::from_millis(10)).await;
-    let per_call = (live_bytes() - before) as f64 / calls as f64;
-    for handle in handles {
-        handle.abort();
-    }
-    per_call
+    (memory, served)
 }
 
 struct Row {
@@ -134,24 +127,18 @@ fn measure(limiter: &Limiter, served: usize, window: Duration, pace: Option<Dura
 
 fn main() {
     println!(
-        "| waiters | limiter | served | refused per episode (max) | episodes | gate open → last release | server's pace | heap per waiting call | of which waiting, beyond a call in flight |"
+        "| waiters | limiter | served | refused per episode (max) | episodes | gate open → last release | server's pace | heap per waiting call | of which its place at the gate |"
     );
     println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|");
     for waiters in [10, 100, 1_000, 10_000] {
         // Refuses everything for 5 s, then accepts everything: the server's pace is unbounded.
-        let (row, heap) = paused(async {
+        let (row, memory) = paused(async {
             let open = Instant::now() + 5 * SECOND;
             let limiter = Limiter::new(Model::ClosedUntil(open), Headers::RetryAfter);
-            let (heap, served) = episode(&limiter, waiters).await;
-            (measure(&limiter, served, SECOND * 3600, None), heap)
+            let (memory, served) = episode(&limiter, waiters).await;
+            (measure(&limiter, served, SECOND * 3600, None), memory)
         });
-        let in_flight = paused(in_flight_bytes(waiters));
-        print_row(
-            waiters,
-            "closed 5 s, then open",
-            &row,
-            Some((heap, heap - in_flight)),
-        );
+        print_row(waiters, "closed 5 s, then open", &row, Some(memory));
 
         for (headers, name) in [
             (Headers::RetryAfter, "100 per 1 s, Retry-After only"),
@@ -175,12 +162,15 @@ fn main() {
     }
 }
 
-fn print_row(waiters: usize, limiter: &str, row: &Row, heap: Option<(f64, f64)>) {
+fn print_row(waiters: usize, limiter: &str, row: &Row, memory: Option<Memory>) {
     let pace = row
         .pace
         .map_or("unbounded".to_owned(), |pace| format!("{pace:.2?}"));
-    let heap = heap.map_or(("".to_owned(), "".to_owned()), |(total, share)| {
-        (format!("{total:.0} B"), format!("{share:.0} B"))
+    let heap = memory.map_or(("".to_owned(), "".to_owned()), |memory| {
+        (
+            format!("{:.0} B", memory.per_call),
+            format!("{:.0} B", memory.at_the_gate),
+        )
     });
     println!(
         "| {waiters} | {limiter} | {}/{} | {} | {} | {:.3?} | {pace} | {} | {} |",

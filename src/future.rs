@@ -1,19 +1,22 @@
 //! [`ResponseFuture`]: one call, every attempt and wait of it, as an explicit state machine.
 //!
 //! ```text
-//!            ┌──────────── Waiting (at the key's gate) ◀──┐ closed
-//!            ▼ let through                                 │
-//! new ─▶ gate ─▶ Readying ─▶ Calling ─▶ read, record, classify ─▶ Return / declined ─▶ done
-//!            ▲                                    │ retry
-//!            └──────────── Sleeping (transient) ◀─┤
-//!            └──────────── (rate limited: the gate is closed, so the call waits there) ◀┘
+//! Entering ─▶ gate ─┬─ let through ──▶ Readying ─▶ Calling ─▶ read, record, classify ─▶ done
+//!                   ├─ closed ──▶ Waiting ──┘                        │ retry
+//!                   └─ closed too long ──▶ Throttled (or the last response)
+//!    ▲                                                               │
+//!    └──── Sleeping (a transient failure's backoff, or a rate-limited wait the gate does not
+//!          hold) ◀───────────────────────────────────────────────────┤
+//!    └──── (rate limited, the gate holds the wait) ◀─────────────────┘
 //! ```
 //!
-//! Invariants: every attempt passes its key's gate; a retry is only decided once the next body
-//! is in hand (a body that cannot be copied is sent once); every wait, at the gate or asleep,
-//! counts against the call's budget, and a wait that cannot fit ends the call with the last
-//! response (or, before any response, with [`Throttled`]); dropping the future at any point
-//! leaves the gate's queue and releases what it held (`Place` and `Pass` do so on drop).
+//! Invariants: every attempt passes its key's gate, and takes its place there when first
+//! polled, not when made; a retry is decided only with the next body in hand (a body that
+//! cannot be copied is sent once); a rate-limited retry never goes before the server's time,
+//! whatever the gate remembers; every wait, at the gate or asleep, counts against the call's
+//! budget, and a wait that cannot fit ends the call with the last response (or, before any
+//! response, with [`Throttled`]); dropping the future at any point leaves the gate's queue and
+//! releases what it held (`Place` and `Pass` do so on drop).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -21,13 +24,13 @@ use std::task::{Context, Poll, ready};
 use std::time::{Duration, SystemTime};
 
 use http::request::Parts;
-use http::{Request, Response};
+use http::{Request, Response, StatusCode};
 use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
 use tower_service::Service;
 
 use crate::budget::{Budget, Decision, Declined};
-use crate::gate::{Entered, Gates, Pass, Place, Quota, Report};
+use crate::gate::{Entered, Gates, Pass, Place, Quota, Report, after};
 use crate::headers::RateLimitInfo;
 use crate::key::{Key, KeyFn};
 use crate::layer::Settings;
@@ -47,27 +50,32 @@ pin_project! {
         request: Parts,
         // The body kept for replay; `None` when the request can only be sent once.
         body: Option<B>,
-        // The next attempt's body, copied before its wait so a retry never lacks one.
+        // The next attempt's body: the first attempt's, or a retry's, copied before its wait
+        // so a retry never lacks one.
         next: Option<B>,
-        // The last response, kept while a retry waits at the gate: if the wait cannot fit,
-        // the caller gets it.
+        // The last response, kept while a retry waits: if the wait cannot fit, the caller
+        // gets it.
         last: Option<S::Response>,
         budget: Budget,
         settings: Settings,
         gate: Gating,
+        // The call's own decision already announced the wait it is about to take at the gate.
+        announced: bool,
     }
 }
 
 pin_project! {
     #[project = StateProj]
     enum State<F> {
+        // Not yet at the gate: the call takes its place when first polled.
+        Entering,
         Calling { #[pin] future: F },
-        // A transient failure's backoff.
+        // A backoff the call sleeps itself.
         Sleeping { #[pin] sleep: Sleep },
         // At the gate: asleep until the head of the queue may look again, or the budget ends.
         Waiting { #[pin] sleep: Sleep, since: Instant },
         Readying,
-        Throttled { error: Option<Throttled> },
+        Done,
     }
 }
 
@@ -81,13 +89,20 @@ struct Gating {
     place: Option<Place>,
 }
 
+/// Where the next attempt stands at the gate.
+enum Entry<F> {
+    Go,
+    Wait(State<F>),
+    Throttled(Throttled),
+}
+
 impl<S, P, B, ResBody> ResponseFuture<S, P, B>
 where
     S: Service<Request<B>, Response = Response<ResBody>>,
     P: Policy<B, ResBody>,
 {
     pub(crate) fn new(
-        mut service: S,
+        service: S,
         policy: P,
         settings: Settings,
         gates: Gates,
@@ -101,43 +116,32 @@ where
             Some(copy) => (copy, Some(body)),
             None => (body, None),
         };
-        let mut gate = Gating {
-            gates,
-            key,
-            respect_remaining: settings.respect_remaining,
-            retry_after_cap: settings.retry_after_cap,
-            pass: None,
-            place: None,
-        };
-        let now = Instant::now();
-        let (state, next) = match gate.enter(now, settings.max_wait) {
-            Ok(()) => {
-                let future = service.call(Request::from_parts(parts.clone(), sent));
-                (State::Calling { future }, None)
-            }
-            Err(blocked) => {
-                trace_gate(&gate, &parts, &blocked, 0);
-                (blocked.into_state(now, settings.max_wait), Some(sent))
-            }
-        };
         ResponseFuture {
-            state,
+            state: State::Entering,
             service,
             policy,
             request: parts,
             body: kept,
-            next,
+            next: Some(sent),
             last: None,
             budget: Budget::default(),
+            announced: false,
+            gate: Gating {
+                gates,
+                key,
+                respect_remaining: settings.respect_remaining,
+                retry_after_cap: settings.retry_after_cap,
+                pass: None,
+                place: None,
+            },
             settings,
-            gate,
         }
     }
 }
 
 impl<S, P, B, ResBody> Future for ResponseFuture<S, P, B>
 where
-    S: Service<Request<B>, Response = Response<ResBody>>,
+    S: Service<Request<B>, Response = Response<ResBody>> + Clone,
     S::Error: Into<BoxError>,
     P: Policy<B, ResBody>,
 {
@@ -147,6 +151,38 @@ where
         let mut this = self.project();
         loop {
             match this.state.as_mut().project() {
+                StateProj::Entering => {
+                    let now = Instant::now();
+                    let first = this.budget.retries() == 0 && this.last.is_none();
+                    match this.gate.enter(now, this.budget, this.settings) {
+                        // The first attempt goes on the service the caller polled ready.
+                        Entry::Go if first => {
+                            let body = this.next.take().expect("the first body is in hand");
+                            let request = Request::from_parts(this.request.clone(), body);
+                            this.state.set(State::Calling {
+                                future: this.service.call(request),
+                            });
+                        }
+                        Entry::Go => {
+                            *this.announced = false;
+                            this.state.set(State::Readying);
+                        }
+                        Entry::Wait(waiting) => {
+                            if !std::mem::take(this.announced) {
+                                trace_gate(this.gate, this.request, this.budget, None);
+                            }
+                            // Waiting holds no readiness: a service polled ready may hold a
+                            // permit (a concurrency limit) that others need meanwhile.
+                            *this.service = this.service.clone();
+                            this.state.set(waiting);
+                        }
+                        Entry::Throttled(throttled) => {
+                            trace_gate(this.gate, this.request, this.budget, Some(&throttled));
+                            this.state.set(State::Done);
+                            return Poll::Ready(give_up(this.last.take(), throttled));
+                        }
+                    }
+                }
                 StateProj::Calling { future } => {
                     let result = ready!(future.poll(cx));
                     let now = Instant::now();
@@ -165,13 +201,28 @@ where
                     };
                     let action = this.policy.classify(this.request, classified);
                     let instruction = info.as_ref().and_then(RateLimitInfo::instructed_wait);
-                    let decision = (action != Action::Return).then(|| {
-                        this.budget
-                            .decide(action, instruction, this.settings, rand::random())
-                    });
-                    this.gate
-                        .record(action, decision.as_ref(), info.as_ref(), now);
+                    let unit = rand::random();
+                    let decision = (action != Action::Return)
+                        .then(|| this.budget.decide(action, instruction, this.settings, unit));
+                    let refused = outcome
+                        .as_ref()
+                        .is_ok_and(|response| response.status() == StatusCode::TOO_MANY_REQUESTS);
+                    let closure = closure(
+                        refused,
+                        action,
+                        decision.as_ref(),
+                        instruction,
+                        this.settings,
+                        unit,
+                    );
+                    this.gate.record(
+                        info.as_ref(),
+                        refused,
+                        closure.map(|wait| after(now, wait)),
+                        now,
+                    );
                     let Some(mut decision) = decision else {
+                        this.state.set(State::Done);
                         return Poll::Ready(outcome);
                     };
                     if decision.declined.is_none() {
@@ -185,34 +236,41 @@ where
                     }
                     trace(this.gate, this.request, this.budget, &decision);
                     if decision.declined.is_some() {
+                        this.state.set(State::Done);
                         return Poll::Ready(outcome);
                     }
                     *this.last = outcome.ok();
-                    if action == Action::RateLimited && this.gate.key.is_some() {
-                        // The response closed the gate: the call waits there with every other.
+                    let held = action == Action::RateLimited && this.gate.holds(now, decision.wait);
+                    if held {
+                        // The gate is closed at least as long: the call waits there with
+                        // every other call on the key.
                         this.budget.spend(action, Duration::ZERO);
-                        let next = this.gate.next_state(now, None, this.budget, this.settings);
-                        this.state.set(next);
+                        *this.announced = true;
+                        this.state.set(State::Entering);
                     } else {
                         this.budget.spend(action, decision.wait);
                         this.state.set(State::Sleeping {
-                            sleep: tokio::time::sleep(decision.wait),
+                            sleep: tokio::time::sleep_until(after(now, decision.wait)),
                         });
                     }
                 }
                 StateProj::Sleeping { sleep } => {
                     ready!(sleep.poll(cx));
-                    let now = Instant::now();
-                    let request = Some(&*this.request);
-                    let next = this
-                        .gate
-                        .next_state(now, request, this.budget, this.settings);
-                    this.state.set(next);
+                    this.state.set(State::Entering);
                 }
                 StateProj::Waiting { mut sleep, since } => {
                     let since = *since;
                     let now = Instant::now();
-                    let deadline = since + this.budget.time_left(this.settings);
+                    let deadline = after(since, this.budget.time_left(this.settings));
+                    if now >= deadline {
+                        // The budget is spent, whatever the gate would say now.
+                        this.gate.place = None;
+                        this.budget.add_wait(deadline - since);
+                        let throttled = this.gate.throttled(now);
+                        trace_gate(this.gate, this.request, this.budget, Some(&throttled));
+                        this.state.set(State::Done);
+                        return Poll::Ready(give_up(this.last.take(), throttled));
+                    }
                     let place = this.gate.place.as_mut().expect("waiting holds a place");
                     match place.poll(now, cx.waker()) {
                         Ok(pass) => {
@@ -220,14 +278,6 @@ where
                             this.gate.pass = Some(pass);
                             this.budget.add_wait(now - since);
                             this.state.set(State::Readying);
-                        }
-                        Err(_) if now >= deadline => {
-                            this.gate.place = None;
-                            this.budget.add_wait(now - since);
-                            return Poll::Ready(match this.last.take() {
-                                Some(response) => Ok(response),
-                                None => Err(this.gate.throttled().into()),
-                            });
                         }
                         Err(look_again) => {
                             let wake = look_again.map_or(deadline, |at| at.min(deadline));
@@ -250,91 +300,81 @@ where
                         future: this.service.call(request),
                     });
                 }
-                StateProj::Throttled { error } => {
-                    let error = error
-                        .take()
-                        .expect("a throttled call is polled to its end once");
-                    return Poll::Ready(Err(error.into()));
-                }
+                StateProj::Done => panic!("a ResponseFuture is polled after it completed"),
             }
         }
     }
 }
 
-/// Why a call cannot go at once.
-enum Blocked {
-    /// It waits at the gate, which is closed for this long at least.
-    Queued(Duration),
-    /// The gate stays closed longer than the call may wait.
-    Throttled(Throttled),
+/// How a call ends when its wait at the gate cannot fit: with the last response if it has
+/// one, else with `Throttled` (nothing was sent).
+fn give_up<R>(last: Option<R>, throttled: Throttled) -> Result<R, BoxError> {
+    last.ok_or_else(|| throttled.into())
 }
 
-impl Blocked {
-    fn into_state<F>(self, now: Instant, budget: Duration) -> State<F> {
-        match self {
-            Blocked::Queued(_) => State::Waiting {
-                sleep: tokio::time::sleep_until(now + budget),
-                since: now,
-            },
-            Blocked::Throttled(error) => State::Throttled { error: Some(error) },
-        }
+/// How long a response closes its key's gate: a 429 or a rate-limited outcome closes it for the
+/// wait the layer decided, or, when the policy returns it, for the server's instruction. An
+/// instruction above the cap leaves the gate open.
+fn closure(
+    refused: bool,
+    action: Action,
+    decision: Option<&Decision>,
+    instruction: Option<Duration>,
+    settings: &Settings,
+    unit: f64,
+) -> Option<Duration> {
+    if instruction.is_some_and(|instruction| instruction > settings.retry_after_cap) {
+        return None;
+    }
+    match decision {
+        Some(decision) if action == Action::RateLimited => Some(decision.wait),
+        _ if refused => Some(match instruction {
+            Some(instruction) => settings.backoff.instructed(instruction, unit),
+            None => settings.backoff.guessed(0, unit),
+        }),
+        _ => None,
     }
 }
 
 impl Gating {
-    /// Passes the gate, or says why the call cannot go yet.
-    fn enter(&mut self, now: Instant, budget: Duration) -> Result<(), Blocked> {
+    /// Where the next attempt stands at the gate.
+    fn enter<F>(&mut self, now: Instant, budget: &Budget, settings: &Settings) -> Entry<F> {
         let Some(key) = &self.key else {
-            return Ok(());
+            return Entry::Go;
         };
-        match self.gates.enter(key, now, budget) {
+        let left = budget.time_left(settings);
+        match self.gates.enter(key, now, left, self.respect_remaining) {
             Entered::Admitted(pass) => {
                 self.pass = Some(pass);
-                Ok(())
+                Entry::Go
             }
             Entered::Queued(place) => {
                 self.place = Some(place);
-                Err(Blocked::Queued(self.closed_for()))
+                Entry::Wait(State::Waiting {
+                    sleep: tokio::time::sleep_until(after(now, left)),
+                    since: now,
+                })
             }
             Entered::Throttled(closed_for) => {
-                Err(Blocked::Throttled(Throttled::new(key.clone(), closed_for)))
+                Entry::Throttled(Throttled::new(key.clone(), closed_for))
             }
         }
     }
 
-    /// The state of a call about to make its next attempt: through the gate, or waiting at it.
-    /// A wait at the gate is traced for `request`, unless the call's own decision already was.
-    fn next_state<F>(
-        &mut self,
-        now: Instant,
-        request: Option<&Parts>,
-        budget: &Budget,
-        settings: &Settings,
-    ) -> State<F> {
-        let left = budget.time_left(settings);
-        match self.enter(now, left) {
-            Ok(()) => State::Readying,
-            Err(blocked) => {
-                if let Some(request) = request {
-                    trace_gate(self, request, &blocked, budget.retries());
-                }
-                blocked.into_state(now, left)
-            }
-        }
+    /// Whether the key's gate is closed for at least `wait`: then the call may wait there;
+    /// otherwise (no key, or the gate could not keep the closure) it sleeps the wait itself.
+    fn holds(&self, now: Instant, wait: Duration) -> bool {
+        self.key.as_ref().is_some_and(|key| {
+            self.gates
+                .closed_for(key, now)
+                .is_some_and(|closed_for| closed_for >= wait)
+        })
     }
 
-    /// How long the gate stays closed, as far as is known (a call may also wait behind others).
-    fn closed_for(&self) -> Duration {
-        self.key
-            .as_ref()
-            .and_then(|key| self.gates.snapshot(key))
-            .and_then(|gate| gate.closed_for())
-            .unwrap_or(Duration::ZERO)
-    }
-
-    fn throttled(&self) -> Throttled {
+    fn throttled(&self, now: Instant) -> Throttled {
         let key = self.key.clone().expect("only a gated call waits");
-        Throttled::new(key, self.closed_for())
+        let closed_for = self.gates.closed_for(&key, now).unwrap_or(Duration::ZERO);
+        Throttled::new(key, closed_for)
     }
 
     /// The key to name in an event: the gate's, or the origin for an ungated call.
@@ -345,9 +385,9 @@ impl Gating {
     /// Tells the gate what the attempt's outcome said about the key.
     fn record(
         &mut self,
-        action: Action,
-        decision: Option<&Decision>,
         info: Option<&RateLimitInfo>,
+        refused: bool,
+        closed_until: Option<Instant>,
         now: Instant,
     ) {
         let Some(pass) = self.pass.take() else {
@@ -357,33 +397,38 @@ impl Gating {
             // A transport error says nothing about the limit: dropping the pass says so.
             return;
         };
-        let closes = action == Action::RateLimited
-            && decision.is_some_and(|decision| decision.declined != Some(Declined::OverCap));
         let report = Report {
-            closed_until: decision
-                .filter(|_| closes)
-                .map(|decision| now + decision.wait),
+            refused,
+            closed_until,
             // A window longer than the cap is not held against later calls, as an instruction
             // over the cap is not: blocking them for an hour is worse than letting them decide.
-            quota: quota(info).filter(|quota| {
-                self.respect_remaining && quota.reset_at <= now + self.retry_after_cap
-            }),
+            quota: self
+                .respect_remaining
+                .then(|| quota(info, after(now, self.retry_after_cap)))
+                .flatten(),
             interval: interval(info),
         };
         pass.answered(report, now);
     }
 }
 
-/// The binding meter's quota, where the server gave both what is left and when it resets.
-fn quota(info: &RateLimitInfo) -> Option<Quota> {
-    let meter = info.binding_meter()?;
-    Some(Quota {
-        remaining: meter.remaining()?,
-        reset_at: meter.reset_at()?,
-    })
+/// The quota closest to running out among the meters that say what is left and reset by
+/// `horizon`.
+fn quota(info: &RateLimitInfo, horizon: Instant) -> Option<Quota> {
+    info.meters()
+        .iter()
+        .filter_map(|meter| {
+            let reset_at = meter.reset_at().filter(|reset_at| *reset_at <= horizon)?;
+            Some(Quota {
+                remaining: meter.remaining()?,
+                reset_at,
+            })
+        })
+        .min_by_key(|quota| (quota.remaining, std::cmp::Reverse(quota.reset_at)))
 }
 
-/// The server's slowest policy as a spacing between requests.
+/// The server's policy with the shortest window, as a spacing between requests: the rate that
+/// binds a burst (a day's quota says how many in a day, not how far apart).
 fn interval(info: &RateLimitInfo) -> Option<Duration> {
     info.meters()
         .iter()
@@ -391,9 +436,11 @@ fn interval(info: &RateLimitInfo) -> Option<Duration> {
             let limit = u32::try_from(meter.limit()?)
                 .ok()
                 .filter(|limit| *limit > 0)?;
-            Some(meter.window()? / limit)
+            let window = meter.window()?;
+            Some((window, window / limit))
         })
-        .max()
+        .min()
+        .map(|(_, spacing)| spacing)
 }
 
 /// One event for every wait the layer decides, taken or declined: a wait the caller cannot see
@@ -411,23 +458,93 @@ fn trace(gate: &Gating, request: &Parts, budget: &Budget, decision: &Decision) {
     );
 }
 
-/// One event for a call that meets a closed gate: it waits there, or is throttled.
-fn trace_gate(gate: &Gating, request: &Parts, blocked: &Blocked, retries: u32) {
-    let (closed_for, will_retry) = match blocked {
-        Blocked::Queued(closed_for) => (*closed_for, true),
-        Blocked::Throttled(throttled) => (throttled.retry_after(), false),
+/// One event for a call that meets a closed gate and waits there, or is throttled by it.
+fn trace_gate(gate: &Gating, request: &Parts, budget: &Budget, throttled: Option<&Throttled>) {
+    let closed_for = match throttled {
+        Some(throttled) => throttled.retry_after(),
+        None => gate
+            .key
+            .as_ref()
+            .and_then(|key| gate.gates.closed_for(key, Instant::now()))
+            .unwrap_or(Duration::ZERO),
     };
     tracing::info!(
         target: "tower_retry_after",
         key = gate.key_for(request).map(tracing::field::display),
         reason = "Gate",
         wait_ms = millis(closed_for),
-        attempt = retries + 1,
-        will_retry,
+        attempt = budget.retries() + 1,
+        will_retry = throttled.is_none(),
+        declined = throttled.map(tracing::field::display),
         "rate-limit wait",
     );
 }
 
 fn millis(wait: Duration) -> u64 {
     u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(pairs: &[(&'static str, &'static str)]) -> RateLimitInfo {
+        let mut headers = http::HeaderMap::new();
+        for (name, value) in pairs {
+            headers.append(*name, http::HeaderValue::from_static(value));
+        }
+        RateLimitInfo::from_headers(&headers, SystemTime::now())
+    }
+
+    #[test]
+    fn the_pace_is_the_shortest_windows_not_the_slowest_average() {
+        let policies = info(&[(
+            "ratelimit-policy",
+            r#""minute";q=100;w=60, "day";q=5000;w=86400"#,
+        )]);
+        assert_eq!(interval(&policies), Some(Duration::from_millis(600)));
+        assert_eq!(interval(&info(&[])), None);
+    }
+
+    #[test]
+    fn the_quota_is_the_meter_closest_to_running_out_within_the_cap() {
+        let now = Instant::now();
+        let meters = info(&[
+            (
+                "ratelimit-policy",
+                r#""minute";q=100;w=60, "day";q=5000;w=86400"#,
+            ),
+            ("ratelimit", r#""minute";r=40;t=30, "day";r=3;t=36000"#),
+        ]);
+        let within_a_minute = quota(&meters, now + Duration::from_secs(60)).unwrap();
+        assert_eq!(
+            within_a_minute.remaining, 40,
+            "the day's window is beyond the cap"
+        );
+        let within_a_day = quota(&meters, now + Duration::from_secs(86_400)).unwrap();
+        assert_eq!(within_a_day.remaining, 3);
+    }
+
+    #[test]
+    fn a_429_closes_the_gate_whatever_the_policy_but_not_beyond_the_cap() {
+        let settings = Settings::default();
+        let thirty = Some(Duration::from_secs(30));
+        let returned = closure(true, Action::Return, None, thirty, &settings, 0.0);
+        assert_eq!(returned, thirty);
+        let over_cap = closure(
+            true,
+            Action::Return,
+            None,
+            Some(Duration::from_secs(61)),
+            &settings,
+            0.0,
+        );
+        assert_eq!(over_cap, None);
+        assert_eq!(
+            closure(false, Action::Return, None, thirty, &settings, 0.0),
+            None
+        );
+        let guessed = closure(true, Action::Return, None, None, &settings, 0.0);
+        assert_eq!(guessed, Some(Duration::from_millis(250)));
+    }
 }

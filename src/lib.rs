@@ -74,7 +74,7 @@ mod throttled;
 
 pub use backoff::Backoff;
 pub use future::ResponseFuture;
-pub use gate::{GateSnapshot, Gates};
+pub use gate::{GateSnapshot, Gates, MemoryStore, Window, WindowStore};
 pub use headers::{Meter, RateLimitInfo};
 pub use key::Key;
 pub use layer::RateLimitLayer;

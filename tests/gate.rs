@@ -418,3 +418,165 @@ async fn a_probe_dropped_on_its_way_lets_the_next_waiter_probe() {
         "the next waiter probed at once"
     );
 }
+
+/// Two sets of gates sharing one store stand for two processes sharing one credential.
+#[tokio::test(start_paused = true)]
+async fn a_429_met_by_one_process_holds_another_sharing_its_store() {
+    let store = Arc::new(tower_retry_after::MemoryStore::new());
+    let first = RateLimitLayer::new().gates(Gates::with_store(store.clone()));
+    let second = RateLimitLayer::new().gates(Gates::with_store(store));
+    let limiter = Limiter::new(
+        Model::ClosedUntil(Instant::now() + 20 * SECOND),
+        Headers::RetryAfter,
+    );
+    let started = Instant::now();
+    let refused = spawn_calls(&first, &limiter, 1);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let other = spawn_calls(&second, &limiter, 1);
+    assert_eq!(statuses(other).await, [200]);
+    assert_eq!(statuses(refused).await, [200]);
+    let log = limiter.log();
+    assert_eq!(
+        limiter.refused(),
+        1,
+        "the second process never met the limit: {log:?}"
+    );
+    assert!(log[1..].iter().all(|(at, _)| *at >= started + 20 * SECOND));
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_a_shared_store_each_process_meets_the_limit_itself() {
+    let first = RateLimitLayer::new();
+    let second = RateLimitLayer::new();
+    let limiter = Limiter::new(
+        Model::ClosedUntil(Instant::now() + 20 * SECOND),
+        Headers::RetryAfter,
+    );
+    let refused = spawn_calls(&first, &limiter, 1);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    statuses(spawn_calls(&second, &limiter, 1)).await;
+    statuses(refused).await;
+    assert_eq!(limiter.refused(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_429_is_never_retried_early_even_when_the_registry_is_full() {
+    // The only place is taken by a key with a quota window; a 429 for another key must still
+    // hold its retry for the server's time.
+    let gates = Gates::with_capacity(1);
+    let layer = RateLimitLayer::new().gates(gates.clone());
+    let quota = Limiter::new(Model::ClosedUntil(Instant::now()), Headers::RetryAfter).scripted(
+        vec![(200, vec![("ratelimit", "\"d\";r=5;t=30".to_owned())])],
+    );
+    layer.layer(quota).oneshot(request("a.test")).await.unwrap();
+    let limited = Limiter::new(
+        Model::ClosedUntil(Instant::now() + 5 * SECOND),
+        Headers::RetryAfter,
+    );
+    let started = Instant::now();
+    let status = layer
+        .layer(limited.clone())
+        .oneshot(request("b.test"))
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status, 200);
+    let log = limited.log();
+    assert_eq!(log.len(), 2, "{log:?}");
+    assert!(
+        log[1].0 >= started + 5 * SECOND,
+        "retried after {:?}",
+        log[1].0 - started
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_meters_a_steady_load_is_not_starved_after_a_closure() {
+    // One 429 (1 s), then a server with 100 ms latency that accepts everything, and 20 new
+    // calls a second: the backlog leaves one at a time, then the gate opens for all.
+    let limiter = Limiter::new(
+        Model::ClosedUntil(Instant::now() + SECOND),
+        Headers::RetryAfter,
+    )
+    .with_latency(Duration::from_millis(100));
+    // A short budget, so that a backlog growing faster than it drains shows as failed calls.
+    let layer = RateLimitLayer::new()
+        .retry_after_cap(5 * SECOND)
+        .max_wait(10 * SECOND);
+    let mut calls = Vec::new();
+    for _ in 0..400 {
+        calls.extend(spawn_calls(&layer, &limiter, 1));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let started = Instant::now() - 400 * Duration::from_millis(50);
+    let statuses = statuses(calls).await;
+    let failed = statuses.iter().filter(|status| **status != 200).count();
+    assert_eq!(failed, 0, "calls not served: {failed}");
+    // Calls sent before the first 429 came back (one round trip) met the closure unknowing;
+    // none sent after it did.
+    let informed = started + Duration::from_millis(100);
+    let late_refusals = limiter
+        .log()
+        .iter()
+        .filter(|(at, status)| *at >= informed && *status == 429)
+        .count();
+    assert_eq!(late_refusals, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_that_meets_a_gate_closed_too_long_gets_its_last_response() {
+    let gates = Gates::new();
+    let patient = RateLimitLayer::new()
+        .gates(gates.clone())
+        .retry_after_cap(Duration::from_secs(600))
+        .max_wait(Duration::from_secs(1200));
+    let hasty = RateLimitLayer::new().gates(gates);
+    // A 503 first (the hasty call sleeps its backoff), then a 429 for 300 s to the patient one.
+    let limiter = Limiter::new(
+        Model::ClosedUntil(Instant::now() + 300 * SECOND),
+        Headers::RetryAfter,
+    )
+    .scripted(vec![(503, vec![])]);
+    let hasty_call = spawn_calls(&hasty, &limiter, 1);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let patient_call = spawn_calls(&patient, &limiter, 1);
+    assert_eq!(
+        statuses(hasty_call).await,
+        [503],
+        "the last response, not Throttled"
+    );
+    assert_eq!(statuses(patient_call).await, [200]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_huge_budget_does_not_overflow() {
+    let limiter = Limiter::new(
+        Model::ClosedUntil(Instant::now() + 5 * SECOND),
+        Headers::RetryAfter,
+    );
+    let layer = RateLimitLayer::new()
+        .max_wait(Duration::MAX)
+        .retry_after_cap(Duration::MAX);
+    assert_eq!(statuses(spawn_calls(&layer, &limiter, 2)).await, [200, 200]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_429_the_policy_returns_still_closes_the_gate() {
+    let refusal = vec![
+        ("retry-after", "30".to_owned()),
+        ("x-should-retry", "false".to_owned()),
+    ];
+    let limiter = Limiter::new(Model::ClosedUntil(Instant::now()), Headers::RetryAfter)
+        .scripted(vec![(429, refusal)]);
+    let layer = RateLimitLayer::new();
+    let started = Instant::now();
+    assert_eq!(statuses(spawn_calls(&layer, &limiter, 1)).await, [429]);
+    assert_eq!(
+        started.elapsed(),
+        Duration::ZERO,
+        "returned at once, as the server asked"
+    );
+    assert_eq!(statuses(spawn_calls(&layer, &limiter, 1)).await, [200]);
+    let log = limiter.log();
+    assert!(log[1].0 >= started + 30 * SECOND, "{log:?}");
+}

@@ -10,13 +10,16 @@
 //! memory stays bounded under any number of distinct keys.
 
 mod state;
+mod store;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
+
+pub use store::{MemoryStore, Window, WindowStore};
 
 use crate::key::Key;
 use state::{Admission, Gate};
@@ -24,6 +27,15 @@ pub(crate) use state::{Quota, Report};
 
 /// How many keys a registry remembers by default.
 const CAPACITY: usize = 10_000;
+
+/// The furthest ahead the layer places an instant: far beyond any budget, and well inside
+/// what `Instant` can hold, so that a huge setting or a hostile value never overflows.
+const FAR: Duration = Duration::from_secs(1 << 31);
+
+/// `at + wait`, saturating far in the future instead of overflowing.
+pub(crate) fn after(at: Instant, wait: Duration) -> Instant {
+    at + wait.min(FAR)
+}
 
 /// The gates of every key, shared by all clones of a service, and by every layer given the
 /// same `Gates`.
@@ -50,6 +62,7 @@ pub struct Gates {
 struct Registry {
     table: Mutex<Table>,
     capacity: usize,
+    store: Option<Arc<dyn WindowStore>>,
 }
 
 #[derive(Default)]
@@ -71,6 +84,7 @@ impl std::fmt::Debug for Gates {
         f.debug_struct("Gates")
             .field("keys", &self.len())
             .field("capacity", &self.registry.capacity)
+            .field("shared", &self.registry.store.is_some())
             .finish()
     }
 }
@@ -131,6 +145,19 @@ impl Gates {
             registry: Arc::new(Registry {
                 table: Mutex::new(Table::default()),
                 capacity: capacity.max(1),
+                store: None,
+            }),
+        }
+    }
+
+    /// An empty set of gates that also shares what servers say with other processes through
+    /// `store` (see [`WindowStore`]): a closure or quota one process learns holds the others.
+    pub fn with_store(store: impl WindowStore) -> Self {
+        Gates {
+            registry: Arc::new(Registry {
+                table: Mutex::new(Table::default()),
+                capacity: CAPACITY,
+                store: Some(Arc::new(store)),
             }),
         }
     }
@@ -160,19 +187,34 @@ impl Gates {
         })
     }
 
-    /// A call on `key` arrives with `budget` left to wait.
-    pub(crate) fn enter(&self, key: &Key, now: Instant, budget: Duration) -> Entered {
+    /// A call on `key` arrives with `budget` left to wait; `respect_quota` as its layer says.
+    pub(crate) fn enter(
+        &self,
+        key: &Key,
+        now: Instant,
+        budget: Duration,
+        respect_quota: bool,
+    ) -> Entered {
+        // Read before the table is locked: a shared store may be slow.
+        let shared = self
+            .registry
+            .store
+            .as_ref()
+            .and_then(|store| store.load(key));
         let mut table = self.lock();
+        if let Some(window) = shared {
+            table.learn(key, local(window, now), now, self.registry.capacity);
+        }
         let Some(gate) = table.gates.get_mut(key) else {
-            return Entered::Admitted(self.pass(key, false, false));
+            return Entered::Admitted(self.pass(key, Admission::UNCOUNTED));
         };
         if let Some(closed_for) = gate.closed_for(now) {
             if closed_for > budget {
                 return Entered::Throttled(closed_for);
             }
         }
-        match gate.arrive(now) {
-            Ok(probe) => Entered::Admitted(self.pass(key, probe, true)),
+        match gate.arrive(now, respect_quota) {
+            Ok(admission) => Entered::Admitted(self.pass(key, admission)),
             Err(id) => Entered::Queued(Place {
                 gates: self.clone(),
                 key: key.clone(),
@@ -182,24 +224,37 @@ impl Gates {
         }
     }
 
-    fn pass(&self, key: &Key, probe: bool, counted: bool) -> Pass {
+    /// How long `key`'s gate stays closed, if it is.
+    pub(crate) fn closed_for(&self, key: &Key, now: Instant) -> Option<Duration> {
+        self.lock().gates.get(key)?.closed_for(now)
+    }
+
+    fn pass(&self, key: &Key, admission: Admission) -> Pass {
         Pass {
             gates: self.clone(),
             key: key.clone(),
-            admission: Admission { probe, counted },
+            admission,
             open: true,
         }
     }
 
-    /// Applies `change` to `key`'s gate, if it has one, and forgets the gate if it is left idle.
+    /// Applies `change` to `key`'s gate, if it has one, forgets the gate if it is left idle,
+    /// and wakes whom the change freed once the table is unlocked.
     fn update(&self, key: &Key, now: Instant, change: impl FnOnce(&mut Gate)) {
         let mut table = self.lock();
-        if let Some(gate) = table.gates.get_mut(key) {
-            change(gate);
-            if gate.is_idle(now) {
-                table.gates.remove(key);
+        let wakes = match table.gates.get_mut(key) {
+            Some(gate) => {
+                change(gate);
+                let wakes = gate.take_wakes();
+                if gate.is_idle(now) {
+                    table.gates.remove(key);
+                }
+                wakes
             }
-        }
+            None => Vec::new(),
+        };
+        drop(table);
+        wakes.into_iter().for_each(Waker::wake);
     }
 
     fn lock(&self) -> MutexGuard<'_, Table> {
@@ -212,7 +267,49 @@ impl Gates {
     }
 }
 
+/// A shared window on this process's clock.
+fn local(window: Window, now: Instant) -> Report {
+    let wall = SystemTime::now();
+    let instant = |at: SystemTime| after(now, at.duration_since(wall).unwrap_or(Duration::ZERO));
+    Report {
+        refused: false,
+        closed_until: window.closed_until.map(instant),
+        quota: window.quota.map(|(remaining, reset)| Quota {
+            remaining,
+            reset_at: instant(reset),
+        }),
+        interval: None,
+    }
+}
+
+/// What a response said, on the wall clock, to share.
+fn shared(report: Report, now: Instant) -> Window {
+    let wall = SystemTime::now();
+    let time = |at: Instant| wall + at.saturating_duration_since(now);
+    Window {
+        closed_until: report.closed_until.map(time),
+        quota: report
+            .quota
+            .map(|quota| (quota.remaining, time(quota.reset_at))),
+    }
+}
+
 impl Table {
+    /// Takes in what another process learned about `key`.
+    fn learn(&mut self, key: &Key, report: Report, now: Instant, capacity: usize) {
+        match self.gates.get_mut(key) {
+            Some(gate) => gate.learn(report, now),
+            None => {
+                let mut gate = Gate::new();
+                gate.learn(report, now);
+                let closes = report.closed_until.is_some();
+                if !gate.is_idle(now) && self.make_room(now, capacity, closes) {
+                    self.gates.insert(key.clone(), gate);
+                }
+            }
+        }
+    }
+
     /// Records `report` for a request on `key` let through as `admitted`, making the key's
     /// gate if the report gives it something to remember and there is room.
     fn answered(
@@ -222,30 +319,45 @@ impl Table {
         report: Report,
         now: Instant,
         capacity: usize,
-    ) {
+    ) -> Vec<Waker> {
         if let Some(gate) = self.gates.get_mut(key) {
             gate.answered(admitted, report, now);
+            let wakes = gate.take_wakes();
             if gate.is_idle(now) {
                 self.gates.remove(key);
             }
-            return;
+            return wakes;
         }
         let mut gate = Gate::new();
         gate.answered(admitted, report, now);
-        if !gate.is_idle(now) && self.make_room(now, capacity) {
+        let closes = report.closed_until.is_some();
+        if !gate.is_idle(now) && self.make_room(now, capacity, closes) {
             self.gates.insert(key.clone(), gate);
         }
+        Vec::new()
     }
 
-    /// Whether a new key fits, forgetting idle gates now and then while the registry is full.
-    fn make_room(&mut self, now: Instant, capacity: usize) -> bool {
+    /// Whether a new key fits. A full registry forgets idle gates now and then; for a closure
+    /// (`urgent`) it does so at once and, if still full, forgets a gate that holds no call, so
+    /// that a 429 is never lost for want of room.
+    fn make_room(&mut self, now: Instant, capacity: usize, urgent: bool) -> bool {
         if self.gates.len() < capacity {
             return true;
         }
         self.turned_away += 1;
-        if self.turned_away >= capacity / 8 {
+        if urgent || self.turned_away >= capacity / 8 {
             self.turned_away = 0;
             self.gates.retain(|_, gate| !gate.is_idle(now));
+        }
+        if urgent && self.gates.len() >= capacity {
+            let spare = self
+                .gates
+                .iter()
+                .find(|(_, gate)| gate.waiters() == 0 && gate.in_flight() == 0)
+                .map(|(key, _)| key.clone());
+            if let Some(spare) = spare {
+                self.gates.remove(&spare);
+            }
         }
         self.gates.len() < capacity
     }
@@ -275,9 +387,15 @@ impl Pass {
     pub(crate) fn answered(mut self, report: Report, now: Instant) {
         self.open = false;
         let capacity = self.gates.registry.capacity;
-        self.gates
+        let wakes = self
+            .gates
             .lock()
             .answered(&self.key, self.admission, report, now, capacity);
+        wakes.into_iter().for_each(Waker::wake);
+        let worth_sharing = report.closed_until.is_some() || report.quota.is_some();
+        if let Some(store) = self.gates.registry.store.as_ref().filter(|_| worth_sharing) {
+            store.merge(&self.key, shared(report, now));
+        }
     }
 }
 
@@ -302,13 +420,20 @@ pub(crate) struct Place {
 impl Place {
     /// Whether the call may go: its pass, or when to ask again (`None`: when woken).
     pub(crate) fn poll(&mut self, now: Instant, waker: &Waker) -> Result<Pass, Option<Instant>> {
-        let (probe, counted) = match self.gates.lock().gates.get_mut(&self.key) {
-            Some(gate) => (gate.poll_waiter(self.id, now, waker)?, true),
+        let mut table = self.gates.lock();
+        let (admission, wakes) = match table.gates.get_mut(&self.key) {
+            Some(gate) => {
+                let admission = gate.poll_waiter(self.id, now, waker);
+                (admission, gate.take_wakes())
+            }
             // The gate was forgotten: nothing holds the call back.
-            None => (false, false),
+            None => (Ok(Admission::UNCOUNTED), Vec::new()),
         };
+        drop(table);
+        wakes.into_iter().for_each(Waker::wake);
+        let admission = admission?;
         self.queued = false;
-        Ok(self.gates.pass(&self.key, probe, counted))
+        Ok(self.gates.pass(&self.key, admission))
     }
 }
 

@@ -1,16 +1,19 @@
-//! One key's gate: when requests may go. Pure: callers pass `now`, and waking a waiter is the
-//! only effect.
+//! One key's gate: when requests may go. Pure: callers pass `now`; wakers to call are handed
+//! back (`take_wakes`) so that they are called after the registry's lock is released.
 //!
 //! Invariants, each with the rule it serves:
 //! - `closed_until` only ever moves later: a shorter instruction arriving while a longer one
 //!   is in force changes nothing (never brought forward).
-//! - Requests leave in arrival order; a new call never overtakes a waiter.
+//! - Calls that respect the quota leave in arrival order; a new one never overtakes a waiter.
 //! - After a closure, the first request out is a probe, alone: nobody else goes until it comes
-//!   back, so the episode costs at most that one refusal if the server still refuses.
-//! - Where the server gave its remaining quota, no more requests are out than it said
-//!   remain (`in_flight` counts those not yet answered); where it gave only its policy, they
-//!   leave at the policy's rate; where it gave nothing, one at a time, each after the previous
-//!   came back healthy, never two in the same instant.
+//!   back, so the episode costs at most that one refusal if the server still refuses. A probe
+//!   belongs to the closure it follows (`epoch`): a late answer to an older one changes nothing.
+//! - Where the server gave its remaining quota, no more requests are out than it said remain
+//!   (`in_flight` counts those not yet answered), and a spent window holds every call until its
+//!   reset; where it gave only its policy, waiters leave at the policy's rate; where it gave
+//!   nothing, the backlog that built up while the gate was closed leaves one request at a time,
+//!   each after the previous came back healthy and never two in the same instant, and then the
+//!   gate opens for everyone.
 //! - Only the head of the queue waits for time to pass: one timer per gate, not one per call.
 
 use std::collections::VecDeque;
@@ -26,6 +29,10 @@ pub(crate) const SPACING: Duration = Duration::from_millis(1);
 /// waiting: long enough for calls arriving soon after to be let out one at a time.
 const PROBE_MEMORY: Duration = Duration::from_secs(60);
 
+/// Two reports whose resets lie further apart than this describe different windows. Resets
+/// are written in whole seconds and aged, so one window's resets differ by up to a second.
+const SAME_WINDOW: Duration = Duration::from_secs(2);
+
 /// The quota the server last reported, while its window lasts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Quota {
@@ -36,7 +43,9 @@ pub(crate) struct Quota {
 /// What the server said about the key in one response.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Report {
-    /// The response was rate limited: no request before this.
+    /// The response was a refusal (429): it is no healthy answer to a probe.
+    pub(crate) refused: bool,
+    /// No request before this.
     pub(crate) closed_until: Option<Instant>,
     /// The binding meter's remaining quota and reset.
     pub(crate) quota: Option<Quota>,
@@ -47,10 +56,18 @@ pub(crate) struct Report {
 /// How a request was let through, as its response must be recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Admission {
-    /// Nothing else goes until its response is recorded.
-    pub(crate) probe: bool,
+    /// A probe, of the closure with this epoch: nothing else goes until it comes back.
+    pub(crate) probe: Option<u64>,
     /// It counts in `in_flight` (the gate existed when it was let through).
     pub(crate) counted: bool,
+}
+
+impl Admission {
+    /// Let through without a gate to count it.
+    pub(crate) const UNCOUNTED: Admission = Admission {
+        probe: None,
+        counted: false,
+    };
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,14 +78,14 @@ enum Phase {
     Probe,
     /// A probe is out: nothing else goes until it comes back.
     Probing,
-    /// The probe came back healthy: waiters leave, paced.
+    /// The probe came back healthy: the backlog leaves, paced.
     Releasing,
 }
 
 /// Whether a request may go now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Release {
-    /// Yes; `probe` if nothing else may go until its response is recorded.
+    /// Yes, as a probe or not.
     Go { probe: bool },
     /// Not before this instant.
     At(Instant),
@@ -90,11 +107,16 @@ pub(crate) struct Gate {
     interval: Option<Duration>,
     in_flight: u32,
     phase: Phase,
+    /// Counts closures; a probe carries the epoch it was sent in.
+    epoch: u64,
+    /// Waiters still to leave one at a time before the gate opens, when the rate is unknown.
+    backlog: usize,
     last_release: Option<Instant>,
     // Ordered by id; the front is always a waiter that has not left.
     queue: VecDeque<Slot>,
     waiting: usize,
     next_id: u64,
+    wakes: Vec<Waker>,
 }
 
 impl Gate {
@@ -105,20 +127,29 @@ impl Gate {
             interval: None,
             in_flight: 0,
             phase: Phase::Open,
+            epoch: 0,
+            backlog: 0,
             last_release: None,
             queue: VecDeque::new(),
             waiting: 0,
             next_id: 0,
+            wakes: Vec::new(),
         }
     }
 
-    /// A call arriving: admitted at once (`Ok(probe)`), or given a place in the queue
-    /// (`Err(id)`).
-    pub(crate) fn arrive(&mut self, now: Instant) -> Result<bool, u64> {
+    /// A call arriving: let through at once (`Ok`), or given a place in the queue (`Err(id)`).
+    /// A call that does not respect the quota only ever waits for a 429's closure.
+    pub(crate) fn arrive(&mut self, now: Instant, respect_quota: bool) -> Result<Admission, u64> {
+        if !respect_quota && self.closed_until.is_none_or(|until| until <= now) {
+            self.in_flight += 1;
+            return Ok(Admission {
+                probe: None,
+                counted: true,
+            });
+        }
         if self.waiting == 0 {
             if let Release::Go { probe } = self.release(now) {
-                self.admit(probe, now);
-                return Ok(probe);
+                return Ok(self.admit(probe, now));
             }
         }
         let id = self.next_id;
@@ -134,29 +165,28 @@ impl Gate {
 
     /// How long a call arriving now would wait at least: until the gate reopens.
     pub(crate) fn closed_for(&self, now: Instant) -> Option<Duration> {
-        let spent_until = self
-            .quota
-            .filter(|quota| quota.remaining <= u64::from(self.in_flight))
-            .map(|quota| quota.reset_at);
         self.closed_until
-            .max(spent_until)
+            .max(self.spent_until())
             .filter(|until| *until > now)
             .map(|until| until - now)
     }
 
     /// The waiter `id` asks whether it may go; `waker` is woken when that may have changed.
-    /// `Ok(probe)` lets it through; `Err(Some(at))` asks it to look again at `at`; `Err(None)`,
-    /// when woken.
+    /// `Ok` lets it through; `Err(Some(at))` asks it to look again at `at`; `Err(None)`, when
+    /// woken.
     pub(crate) fn poll_waiter(
         &mut self,
         id: u64,
         now: Instant,
         waker: &Waker,
-    ) -> Result<bool, Option<Instant>> {
+    ) -> Result<Admission, Option<Instant>> {
         let Some(position) = self.position(id) else {
             // Not queued: nothing holds it back.
-            self.admit(false, now);
-            return Ok(false);
+            self.in_flight += 1;
+            return Ok(Admission {
+                probe: None,
+                counted: true,
+            });
         };
         let look_again = if position == 0 {
             match self.release(now) {
@@ -164,9 +194,9 @@ impl Gate {
                     self.queue.pop_front();
                     self.waiting -= 1;
                     self.drop_gone_front();
-                    self.admit(probe, now);
+                    let admission = self.admit(probe, now);
                     self.wake_head();
-                    return Ok(probe);
+                    return Ok(admission);
                 }
                 Release::At(at) => Some(at),
                 Release::Blocked => None,
@@ -208,30 +238,42 @@ impl Gate {
         if admitted.counted {
             self.in_flight = self.in_flight.saturating_sub(1);
         }
-        if let Some(until) = report.closed_until {
-            self.close_until(until);
-        } else if admitted.probe && self.phase == Phase::Probing {
-            self.phase = if self.waiting == 0 {
+        if self.is_current_probe(admitted) {
+            self.phase = if report.refused {
+                Phase::Probe
+            } else if self.waiting == 0 || (self.rate_unknown() && self.backlog == 0) {
                 Phase::Open
             } else {
                 Phase::Releasing
             };
         }
+        self.learn(report, now);
+        self.wake_head();
+    }
+
+    /// Takes in what the server said (in a response, or through another process's store).
+    pub(crate) fn learn(&mut self, report: Report, now: Instant) {
+        if let Some(until) = report.closed_until.filter(|until| *until > now) {
+            self.close_until(until);
+        }
         if let Some(quota) = report.quota {
             self.quota = Some(match self.quota {
                 // Within one window the server's count only falls: the lowest figure is the
                 // latest, whatever order responses came back in.
-                Some(known) if known.reset_at > now => Quota {
-                    remaining: known.remaining.min(quota.remaining),
-                    reset_at: known.reset_at.max(quota.reset_at),
-                },
+                Some(known)
+                    if known.reset_at > now && quota.reset_at <= known.reset_at + SAME_WINDOW =>
+                {
+                    Quota {
+                        remaining: known.remaining.min(quota.remaining),
+                        reset_at: known.reset_at.max(quota.reset_at),
+                    }
+                }
                 _ => quota,
             });
         }
         if report.interval.is_some() {
             self.interval = report.interval;
         }
-        self.wake_head();
     }
 
     /// A request let through as `admitted` ended without a response (dropped, or a transport
@@ -240,10 +282,15 @@ impl Gate {
         if admitted.counted {
             self.in_flight = self.in_flight.saturating_sub(1);
         }
-        if admitted.probe && self.phase == Phase::Probing {
+        if self.is_current_probe(admitted) {
             self.phase = Phase::Probe;
         }
         self.wake_head();
+    }
+
+    /// The wakers of waiters that may now go: to be called once the registry is unlocked.
+    pub(crate) fn take_wakes(&mut self) -> Vec<Waker> {
+        std::mem::take(&mut self.wakes)
     }
 
     /// Whether the gate remembers nothing a later call needs, so it may be forgotten.
@@ -275,10 +322,21 @@ impl Gate {
         self.quota.filter(|quota| quota.reset_at > now)
     }
 
-    /// Closes the gate until `until`, unless it is closed longer already.
+    /// Closes the gate until `until`, unless it is closed longer already; a closure that moves
+    /// the reopening later owes a probe.
     fn close_until(&mut self, until: Instant) {
-        self.closed_until = self.closed_until.max(Some(until));
-        self.phase = Phase::Probe;
+        if Some(until) > self.closed_until {
+            self.closed_until = Some(until);
+            self.phase = Phase::Probe;
+            self.epoch += 1;
+        }
+    }
+
+    /// The reset of a window whose quota is all out or spent.
+    fn spent_until(&self) -> Option<Instant> {
+        self.quota
+            .filter(|quota| quota.remaining <= u64::from(self.in_flight))
+            .map(|quota| quota.reset_at)
     }
 
     /// Whether the next request may go now, and on what terms.
@@ -289,12 +347,10 @@ impl Gate {
         if self.quota.is_some_and(|quota| quota.reset_at <= now) {
             self.quota = None;
         }
-        if let Some(quota) = self.quota {
-            if quota.remaining <= u64::from(self.in_flight) {
-                // A spent window: closed until it resets.
-                self.close_until(quota.reset_at);
-                return Release::At(quota.reset_at);
-            }
+        if let Some(reset_at) = self.spent_until() {
+            // A spent window: held until it resets, and the new window's first request probes.
+            self.close_until(reset_at);
+            return Release::At(reset_at);
         }
         match self.phase {
             Phase::Probing => Release::Blocked,
@@ -312,8 +368,14 @@ impl Gate {
         }
     }
 
-    fn admit(&mut self, probe: bool, now: Instant) {
+    fn admit(&mut self, probe: bool, now: Instant) -> Admission {
         self.in_flight += 1;
+        if self.phase == Phase::Probe {
+            // The first out after a closure: the backlog it leaves behind.
+            self.backlog = self.waiting;
+        } else if probe {
+            self.backlog = self.backlog.saturating_sub(1);
+        }
         if probe {
             self.phase = Phase::Probing;
         }
@@ -323,6 +385,19 @@ impl Gate {
         if self.waiting == 0 && self.phase == Phase::Releasing {
             self.phase = Phase::Open;
         }
+        Admission {
+            probe: probe.then_some(self.epoch),
+            counted: true,
+        }
+    }
+
+    fn is_current_probe(&self, admitted: Admission) -> bool {
+        admitted.probe == Some(self.epoch) && self.phase == Phase::Probing
+    }
+
+    /// Whether the server gave neither quota nor policy: its backlog leaves one at a time.
+    fn rate_unknown(&self) -> bool {
+        self.quota.is_none() && self.interval.is_none()
     }
 
     /// The earliest the next paced release may go: the policy's spacing (or the least
@@ -347,7 +422,7 @@ impl Gate {
 
     fn wake_head(&mut self) {
         if let Some(waker) = self.queue.front_mut().and_then(|slot| slot.waker.take()) {
-            waker.wake();
+            self.wakes.push(waker);
         }
     }
 }
@@ -377,17 +452,9 @@ mod tests {
         (count.clone(), Waker::from(count))
     }
 
-    const LET_THROUGH: Admission = Admission {
-        probe: false,
-        counted: true,
-    };
-    const PROBE: Admission = Admission {
-        probe: true,
-        counted: true,
-    };
-
     fn closed(until: Instant) -> Report {
         Report {
+            refused: true,
             closed_until: Some(until),
             ..Report::default()
         }
@@ -403,11 +470,36 @@ mod tests {
         }
     }
 
+    const HEALTHY: Report = Report {
+        refused: false,
+        closed_until: None,
+        quota: None,
+        interval: None,
+    };
+
+    impl Gate {
+        /// A call that respects the quota arriving: `Ok(admission)` or `Err(id)`.
+        fn come(&mut self, now: Instant) -> Result<Admission, u64> {
+            self.arrive(now, true)
+        }
+
+        /// Polls `id` until it goes or is blocked, letting time pass as asked.
+        fn go(&mut self, id: u64, mut now: Instant, waker: &Waker) -> (Admission, Instant) {
+            loop {
+                match self.poll_waiter(id, now, waker) {
+                    Ok(admission) => return (admission, now),
+                    Err(Some(at)) => now = at,
+                    Err(None) => panic!("blocked with no probe out"),
+                }
+            }
+        }
+    }
+
     /// A gate closed until `now + wait` by a 429 to one request, that request answered.
     fn closed_gate(now: Instant, wait: Duration) -> Gate {
         let mut gate = Gate::new();
-        assert_eq!(gate.arrive(now), Ok(false));
-        gate.answered(LET_THROUGH, closed(now + wait), now);
+        let admitted = gate.come(now).unwrap();
+        gate.answered(admitted, closed(now + wait), now);
         gate
     }
 
@@ -416,7 +508,7 @@ mod tests {
         let now = Instant::now();
         let mut gate = Gate::new();
         for _ in 0..3 {
-            assert_eq!(gate.arrive(now), Ok(false));
+            assert_eq!(gate.come(now).unwrap().probe, None);
         }
         assert_eq!(gate.in_flight(), 3);
         assert_eq!(gate.waiters(), 0);
@@ -427,30 +519,28 @@ mod tests {
         let now = Instant::now();
         let mut gate = closed_gate(now, 2 * SECOND);
         let (_, waker) = waker();
-        let id = gate.arrive(now).unwrap_err();
+        let id = gate.come(now).unwrap_err();
         assert_eq!(
             gate.poll_waiter(id, now, &waker),
             Err(Some(now + 2 * SECOND))
         );
+        let early = now + 2 * SECOND - MS;
         assert_eq!(
-            gate.poll_waiter(id, now + 2 * SECOND - MS, &waker),
+            gate.poll_waiter(id, early, &waker),
             Err(Some(now + 2 * SECOND))
         );
-        assert_eq!(
-            gate.poll_waiter(id, now + 2 * SECOND, &waker),
-            Ok(true),
-            "the first out probes"
-        );
+        let admitted = gate.poll_waiter(id, now + 2 * SECOND, &waker).unwrap();
+        assert!(admitted.probe.is_some(), "the first out probes");
     }
 
     #[test]
     fn a_shorter_closure_never_brings_the_gate_forward() {
         let now = Instant::now();
         let mut gate = closed_gate(now, 10 * SECOND);
-        assert_eq!(gate.arrive(now), Err(0));
-        gate.answered(LET_THROUGH, closed(now + SECOND), now);
+        assert_eq!(gate.come(now), Err(0));
+        gate.learn(closed(now + SECOND), now);
         assert_eq!(gate.closed_for(now), Some(10 * SECOND));
-        gate.answered(LET_THROUGH, closed(now + 20 * SECOND), now);
+        gate.learn(closed(now + 20 * SECOND), now);
         assert_eq!(gate.closed_for(now), Some(20 * SECOND));
     }
 
@@ -459,15 +549,16 @@ mod tests {
         let now = Instant::now();
         let mut gate = closed_gate(now, SECOND);
         let (_, waker) = waker();
-        let ids: Vec<u64> = (0..3).map(|_| gate.arrive(now).unwrap_err()).collect();
+        let ids: Vec<u64> = (0..3).map(|_| gate.come(now).unwrap_err()).collect();
         let open = now + SECOND;
-        assert_eq!(gate.poll_waiter(ids[0], open, &waker), Ok(true));
+        let probe = gate.poll_waiter(ids[0], open, &waker).unwrap();
+        assert!(probe.probe.is_some());
         assert_eq!(
             gate.poll_waiter(ids[1], open, &waker),
             Err(None),
-            "blocked behind the probe"
+            "behind the probe"
         );
-        gate.answered(PROBE, closed(open + SECOND), open);
+        gate.answered(probe, closed(open + SECOND), open);
         assert_eq!(
             gate.poll_waiter(ids[1], open, &waker),
             Err(Some(open + SECOND))
@@ -475,30 +566,72 @@ mod tests {
     }
 
     #[test]
-    fn with_nothing_known_waiters_leave_one_at_a_time_never_in_the_same_instant() {
+    fn a_refused_probe_owes_another_even_when_the_closure_is_not_later() {
+        let now = Instant::now();
+        let mut gate = closed_gate(now, 10 * SECOND);
+        let (_, waker) = waker();
+        let ids: Vec<u64> = (0..2).map(|_| gate.come(now).unwrap_err()).collect();
+        let (probe, open) = gate.go(ids[0], now, &waker);
+        // Another request's 429 had closed the gate further meanwhile; this one is refused
+        // with a shorter wait.
+        gate.learn(closed(open + 20 * SECOND), open);
+        gate.answered(probe, closed(open + SECOND), open);
+        assert_eq!(
+            gate.poll_waiter(ids[1], open, &waker),
+            Err(Some(open + 20 * SECOND))
+        );
+        let (next, _) = gate.go(ids[1], open, &waker);
+        assert!(next.probe.is_some());
+    }
+
+    #[test]
+    fn a_late_answer_to_an_older_probe_changes_nothing() {
         let now = Instant::now();
         let mut gate = closed_gate(now, SECOND);
         let (_, waker) = waker();
-        let ids: Vec<u64> = (0..50).map(|_| gate.arrive(now).unwrap_err()).collect();
+        let ids: Vec<u64> = (0..3).map(|_| gate.come(now).unwrap_err()).collect();
+        let (old_probe, open) = gate.go(ids[0], now, &waker);
+        // A 429 to another request closes the gate again; a new probe goes after it.
+        gate.learn(closed(open + SECOND), open);
+        let (new_probe, reopen) = gate.go(ids[1], open, &waker);
+        assert_ne!(old_probe.probe, new_probe.probe);
+        gate.answered(old_probe, HEALTHY, reopen);
+        assert_eq!(
+            gate.poll_waiter(ids[2], reopen, &waker),
+            Err(None),
+            "still behind the new probe"
+        );
+        gate.answered(new_probe, HEALTHY, reopen);
+        assert!(gate.go(ids[2], reopen, &waker).0.probe.is_some());
+    }
+
+    #[test]
+    fn with_nothing_known_the_backlog_leaves_one_at_a_time_then_the_gate_opens() {
+        let now = Instant::now();
+        let mut gate = closed_gate(now, SECOND);
+        let (_, waker) = waker();
+        let backlog: Vec<u64> = (0..50).map(|_| gate.come(now).unwrap_err()).collect();
         let mut clock = now + SECOND;
         let mut released = Vec::new();
-        for id in ids {
-            let probe = loop {
-                match gate.poll_waiter(id, clock, &waker) {
-                    Ok(probe) => break probe,
-                    Err(Some(at)) => clock = at,
-                    Err(None) => panic!("blocked with no probe out"),
-                }
-            };
-            assert!(probe, "each leaves alone when the rate is unknown");
+        for (index, id) in backlog.iter().enumerate() {
+            let (admitted, at) = gate.go(*id, clock, &waker);
+            assert!(admitted.probe.is_some(), "waiter {index} leaves alone");
+            clock = at;
             released.push(clock);
+            if index == 10 {
+                // Calls arriving during the release wait behind the backlog.
+                assert!(gate.come(clock).is_err());
+            }
             // The server answers at once, healthy.
-            gate.answered(PROBE, Report::default(), clock);
+            gate.answered(admitted, HEALTHY, clock);
         }
         for pair in released.windows(2) {
-            assert!(pair[1] - pair[0] >= SPACING, "{:?}", pair);
+            assert!(pair[1] - pair[0] >= SPACING, "{pair:?}");
         }
-        assert!(gate.is_idle(clock));
+        // The backlog gone, the call that arrived during it goes with no probe, at once.
+        let late = gate.queue.front().unwrap().id;
+        assert_eq!(gate.poll_waiter(late, clock, &waker).unwrap().probe, None);
+        assert_eq!(gate.come(clock).unwrap().probe, None, "open again");
     }
 
     #[test]
@@ -506,16 +639,19 @@ mod tests {
         let now = Instant::now();
         let mut gate = closed_gate(now, SECOND);
         let (_, waker) = waker();
-        let ids: Vec<u64> = (0..5).map(|_| gate.arrive(now).unwrap_err()).collect();
-        let open = now + SECOND;
-        assert_eq!(gate.poll_waiter(ids[0], open, &waker), Ok(true));
-        gate.answered(PROBE, quota(2, open + 60 * SECOND), open);
-        assert_eq!(gate.poll_waiter(ids[1], open, &waker), Ok(false));
-        assert_eq!(gate.poll_waiter(ids[2], open, &waker), Ok(false));
+        let ids: Vec<u64> = (0..5).map(|_| gate.come(now).unwrap_err()).collect();
+        let (probe, open) = gate.go(ids[0], now, &waker);
+        gate.answered(probe, quota(2, open + 60 * SECOND), open);
+        assert_eq!(gate.poll_waiter(ids[1], open, &waker).unwrap().probe, None);
+        assert_eq!(gate.poll_waiter(ids[2], open, &waker).unwrap().probe, None);
         assert_eq!(
             gate.poll_waiter(ids[3], open, &waker),
             Err(Some(open + 60 * SECOND)),
             "two remained: the rest wait for the reset"
+        );
+        assert!(
+            gate.go(ids[3], open, &waker).0.probe.is_some(),
+            "the new window probes"
         );
     }
 
@@ -524,19 +660,22 @@ mod tests {
         let now = Instant::now();
         let mut gate = closed_gate(now, SECOND);
         let (_, waker) = waker();
-        let ids: Vec<u64> = (0..4).map(|_| gate.arrive(now).unwrap_err()).collect();
-        let open = now + SECOND;
-        assert_eq!(gate.poll_waiter(ids[0], open, &waker), Ok(true));
+        let ids: Vec<u64> = (0..4).map(|_| gate.come(now).unwrap_err()).collect();
+        let (probe, open) = gate.go(ids[0], now, &waker);
         let policy = Report {
             interval: Some(100 * MS),
             ..Report::default()
         };
-        gate.answered(PROBE, policy, open);
+        gate.answered(probe, policy, open);
         assert_eq!(
             gate.poll_waiter(ids[1], open, &waker),
             Err(Some(open + 100 * MS))
         );
-        assert_eq!(gate.poll_waiter(ids[1], open + 100 * MS, &waker), Ok(false));
+        let second = gate.poll_waiter(ids[1], open + 100 * MS, &waker).unwrap();
+        assert_eq!(
+            second.probe, None,
+            "at a known rate, nobody waits for answers"
+        );
         assert_eq!(
             gate.poll_waiter(ids[2], open + 100 * MS, &waker),
             Err(Some(open + 200 * MS))
@@ -547,47 +686,66 @@ mod tests {
     fn a_spent_window_closes_the_gate_until_its_reset() {
         let now = Instant::now();
         let mut gate = Gate::new();
-        assert_eq!(gate.arrive(now), Ok(false));
-        gate.answered(LET_THROUGH, quota(0, now + 30 * SECOND), now);
+        let admitted = gate.come(now).unwrap();
+        gate.answered(admitted, quota(0, now + 30 * SECOND), now);
         assert_eq!(gate.closed_for(now), Some(30 * SECOND));
         let (_, waker) = waker();
-        let id = gate.arrive(now).unwrap_err();
+        let id = gate.come(now).unwrap_err();
         assert_eq!(
             gate.poll_waiter(id, now, &waker),
             Err(Some(now + 30 * SECOND))
         );
-        assert_eq!(gate.poll_waiter(id, now + 30 * SECOND, &waker), Ok(true));
+        let admitted = gate.poll_waiter(id, now + 30 * SECOND, &waker).unwrap();
+        assert!(admitted.probe.is_some());
     }
 
     #[test]
     fn three_left_means_three_go_and_the_rest_wait_for_the_reset() {
         let now = Instant::now();
         let mut gate = Gate::new();
-        assert_eq!(gate.arrive(now), Ok(false));
-        gate.answered(LET_THROUGH, quota(3, now + 10 * SECOND), now);
-        let outcomes: Vec<_> = (0..50).map(|_| gate.arrive(now)).collect();
+        let admitted = gate.come(now).unwrap();
+        gate.answered(admitted, quota(3, now + 10 * SECOND), now);
+        let outcomes: Vec<_> = (0..50).map(|_| gate.come(now)).collect();
         assert_eq!(outcomes.iter().filter(|outcome| outcome.is_ok()).count(), 3);
         assert_eq!(gate.waiters(), 47);
         assert_eq!(gate.closed_for(now), Some(10 * SECOND));
     }
 
     #[test]
+    fn a_call_not_respecting_the_quota_waits_only_for_a_429() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let admitted = gate.come(now).unwrap();
+        gate.answered(admitted, quota(0, now + 10 * SECOND), now);
+        assert!(
+            gate.arrive(now, false).is_ok(),
+            "a spent window does not hold it"
+        );
+        gate.learn(closed(now + 5 * SECOND), now);
+        assert!(gate.arrive(now, false).is_err(), "a 429's closure does");
+    }
+
+    #[test]
     fn quota_reports_within_a_window_keep_the_lowest_figure() {
         let now = Instant::now();
         let mut gate = Gate::new();
-        gate.answered(LET_THROUGH, quota(5, now + 10 * SECOND), now);
-        gate.answered(LET_THROUGH, quota(7, now + 10 * SECOND), now);
+        gate.learn(quota(5, now + 10 * SECOND), now);
+        gate.learn(quota(7, now + 10 * SECOND + SECOND), now);
         assert_eq!(gate.quota(now).map(|quota| quota.remaining), Some(5));
-        let next_window = now + 11 * SECOND;
-        gate.answered(
-            LET_THROUGH,
-            quota(9, next_window + 10 * SECOND),
-            next_window,
-        );
-        assert_eq!(
-            gate.quota(next_window).map(|quota| quota.remaining),
-            Some(9)
-        );
+        let later = now + 11 * SECOND;
+        gate.learn(quota(9, later + 10 * SECOND), later);
+        assert_eq!(gate.quota(later).map(|quota| quota.remaining), Some(9));
+    }
+
+    #[test]
+    fn a_report_from_the_next_window_replaces_the_old_one_before_it_ends() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        gate.learn(quota(1, now + 10 * SECOND), now);
+        let early = now + 9 * SECOND + SECOND / 2;
+        gate.learn(quota(99, early + 60 * SECOND), early);
+        let quota = gate.quota(early).unwrap();
+        assert_eq!((quota.remaining, quota.reset_at), (99, early + 60 * SECOND));
     }
 
     #[test]
@@ -595,44 +753,47 @@ mod tests {
         let now = Instant::now();
         let mut gate = closed_gate(now, SECOND);
         let (_, waker) = waker();
-        let first = gate.arrive(now).unwrap_err();
-        let second = gate.arrive(now).unwrap_err();
-        let open = now + SECOND;
-        assert_eq!(gate.poll_waiter(first, open, &waker), Ok(true));
-        gate.abandoned(PROBE);
+        let first = gate.come(now).unwrap_err();
+        let second = gate.come(now).unwrap_err();
+        let (probe, open) = gate.go(first, now, &waker);
+        gate.abandoned(probe);
         assert_eq!(gate.in_flight(), 0);
-        assert_eq!(
-            gate.poll_waiter(second, open, &waker),
-            Ok(true),
-            "the next one probes"
-        );
+        let next = gate.poll_waiter(second, open, &waker).unwrap();
+        assert!(next.probe.is_some(), "the next one probes");
     }
 
     #[test]
-    fn the_head_is_woken_when_a_probe_comes_back() {
+    fn the_head_is_woken_when_a_probe_comes_back_but_only_after_the_lock() {
         let now = Instant::now();
         let mut gate = closed_gate(now, SECOND);
         let (count, waker) = waker();
-        let first = gate.arrive(now).unwrap_err();
-        let second = gate.arrive(now).unwrap_err();
-        let open = now + SECOND;
-        assert_eq!(gate.poll_waiter(first, open, &waker), Ok(true));
-        let before = count.0.load(Ordering::SeqCst);
+        let first = gate.come(now).unwrap_err();
+        let second = gate.come(now).unwrap_err();
+        let (probe, open) = gate.go(first, now, &waker);
+        gate.take_wakes();
         assert_eq!(gate.poll_waiter(second, open, &waker), Err(None));
-        gate.answered(PROBE, Report::default(), open);
-        assert_eq!(count.0.load(Ordering::SeqCst), before + 1);
+        gate.answered(probe, HEALTHY, open);
+        assert_eq!(
+            count.0.load(Ordering::SeqCst),
+            0,
+            "not woken under the lock"
+        );
+        let wakes = gate.take_wakes();
+        assert_eq!(wakes.len(), 1);
+        wakes.into_iter().for_each(Waker::wake);
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
     }
 
     #[test]
     fn leaving_frees_the_place_and_wakes_the_next_head() {
         let now = Instant::now();
         let mut gate = closed_gate(now, SECOND);
-        let (count, waker) = waker();
-        let ids: Vec<u64> = (0..4).map(|_| gate.arrive(now).unwrap_err()).collect();
+        let (_, waker) = waker();
+        let ids: Vec<u64> = (0..4).map(|_| gate.come(now).unwrap_err()).collect();
         assert_eq!(gate.poll_waiter(ids[1], now, &waker), Err(None));
         gate.leave(ids[2]);
         gate.leave(ids[0]);
-        assert_eq!(count.0.load(Ordering::SeqCst), 1, "the new head was woken");
+        assert_eq!(gate.take_wakes().len(), 1, "the new head is woken");
         assert_eq!(gate.waiters(), 2);
         gate.leave(ids[1]);
         gate.leave(ids[3]);
@@ -650,13 +811,13 @@ mod tests {
         let now = Instant::now();
         let mut gate = closed_gate(now, SECOND);
         let (_, waker) = waker();
-        let first = gate.arrive(now).unwrap_err();
+        let first = gate.come(now).unwrap_err();
         let later = now + 2 * SECOND;
         assert!(
-            gate.arrive(later).is_err(),
+            gate.come(later).is_err(),
             "the gate is open, but someone waits"
         );
-        assert_eq!(gate.poll_waiter(first, later, &waker), Ok(true));
+        assert!(gate.poll_waiter(first, later, &waker).is_ok());
     }
 
     #[test]
@@ -664,9 +825,9 @@ mod tests {
         let now = Instant::now();
         let mut gate = Gate::new();
         assert!(gate.is_idle(now));
-        assert_eq!(gate.arrive(now), Ok(false));
+        let admitted = gate.come(now).unwrap();
         assert!(!gate.is_idle(now), "a request is out");
-        gate.answered(LET_THROUGH, quota(5, now + SECOND), now);
+        gate.answered(admitted, quota(5, now + SECOND), now);
         assert!(!gate.is_idle(now), "a quota window lasts");
         assert!(gate.is_idle(now + SECOND));
     }

@@ -201,8 +201,25 @@ fn trim_whitespace(text: &str) -> &str {
     text.trim_ascii()
 }
 
+/// A day name as HTTP-dates write it: `Tue` (IMF-fixdate) or `Tuesday` (RFC 850).
 fn is_day_name(text: &str) -> bool {
-    (3..=9).contains(&text.len()) && text.bytes().all(|byte| byte.is_ascii_alphabetic())
+    matches!(
+        text,
+        "Mon"
+            | "Tue"
+            | "Wed"
+            | "Thu"
+            | "Fri"
+            | "Sat"
+            | "Sun"
+            | "Monday"
+            | "Tuesday"
+            | "Wednesday"
+            | "Thursday"
+            | "Friday"
+            | "Saturday"
+            | "Sunday"
+    )
 }
 
 #[cfg(test)]
@@ -230,6 +247,12 @@ mod tests {
                 "Tue Nov 14 22:14:20 2023"
             ]
         );
+    }
+
+    #[test]
+    fn only_a_day_name_joins_the_member_after_it() {
+        assert_eq!(members("soon, 30").collect::<Vec<_>>(), ["soon", "30"]);
+        assert_eq!(members("Tues, 30").collect::<Vec<_>>(), ["Tues", "30"]);
     }
 
     #[test]

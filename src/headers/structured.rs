@@ -51,9 +51,24 @@ pub(crate) struct Dictionary {
     pub(crate) reset: Option<u64>,
 }
 
+/// How a repeated figure is kept: the more restrictive of two values.
+type Keep = fn(u64, u64) -> u64;
+
 impl Dictionary {
     pub(crate) fn has_figures(&self) -> bool {
         self.limit.is_some() || self.remaining.is_some() || self.reset.is_some()
+    }
+
+    /// The figure a key names, with how a repeated key is kept. A key repeated (a field split
+    /// over lines) keeps its most restrictive value, as duplicate headers do: the lowest limit
+    /// and remaining, the latest reset.
+    pub(crate) fn figure(&mut self, key: &str) -> Option<(&mut Option<u64>, Keep)> {
+        match key {
+            "limit" => Some((&mut self.limit, u64::min)),
+            "remaining" => Some((&mut self.remaining, u64::min)),
+            "reset" => Some((&mut self.reset, u64::max)),
+            _ => None,
+        }
     }
 }
 
@@ -77,16 +92,12 @@ pub(crate) fn parse_dictionary(field: &str) -> Option<Dictionary> {
     let mut input = Input::new(field);
     let mut dictionary = Dictionary::default();
     while !input.is_empty() {
-        let figure = match input.key()? {
-            "limit" => Some(&mut dictionary.limit),
-            "remaining" => Some(&mut dictionary.remaining),
-            "reset" => Some(&mut dictionary.reset),
-            _ => None,
-        };
+        let figure = dictionary.figure(input.key()?);
         match (input.peek(), figure) {
-            (Some(b'='), Some(figure)) => {
+            (Some(b'='), Some((figure, keep))) => {
                 input.advance();
-                *figure = Some(count(&input.bare_item()?)?);
+                let value = count(&input.bare_item()?)?;
+                *figure = Some(figure.map_or(value, |known| keep(known, value)));
                 input.parameters(ignore)?;
             }
             (Some(b'='), None) => {
@@ -579,9 +590,13 @@ mod tests {
         assert_eq!(parse_dictionary("limit=5, reset=1,"), None);
         assert_eq!(parse_dictionary("limit=5, other=(1 2"), None);
         assert_eq!(
-            parse_dictionary("limit=5;w=9, limit=6").map(|d| d.limit),
-            Some(Some(6)),
-            "a repeated key takes the last value"
+            parse_dictionary("limit=10, remaining=0, reset=30, limit=100, remaining=50, reset=5"),
+            Some(Dictionary {
+                limit: Some(10),
+                remaining: Some(0),
+                reset: Some(30)
+            }),
+            "a repeated key keeps its most restrictive value"
         );
     }
 

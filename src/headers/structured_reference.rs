@@ -149,13 +149,9 @@ impl<'de> DictionaryVisitor<'de> for Dictionary {
     type Error = Unusable;
 
     fn entry(&mut self, key: &'de KeyRef) -> Result<impl EntryVisitor<'de>, Unusable> {
-        let figure = match key.as_str() {
-            "limit" => Some(&mut self.limit),
-            "remaining" => Some(&mut self.remaining),
-            "reset" => Some(&mut self.reset),
-            _ => None,
-        };
-        Ok(figure.map(DictionaryFigure))
+        Ok(self
+            .figure(key.as_str())
+            .map(|(figure, keep)| DictionaryFigure(figure, keep)))
     }
 
     fn finish(self) -> Result<Dictionary, Unusable> {
@@ -163,14 +159,16 @@ impl<'de> DictionaryVisitor<'de> for Dictionary {
     }
 }
 
-struct DictionaryFigure<'a>(&'a mut Option<u64>);
+struct DictionaryFigure<'a>(&'a mut Option<u64>, fn(u64, u64) -> u64);
 
 impl<'de> EntryVisitor<'de> for DictionaryFigure<'_> {
     type Error = Unusable;
 
     fn item(self) -> Result<impl ItemVisitor<'de>, Unusable> {
-        Ok(|item: BareItemFromInput<'de>| {
-            *self.0 = Some(count(&item)?);
+        let DictionaryFigure(figure, keep) = self;
+        Ok(move |item: BareItemFromInput<'de>| {
+            let value = count(&item)?;
+            *figure = Some(figure.map_or(value, |known| keep(known, value)));
             Ok::<_, Unusable>(Ignored)
         })
     }

@@ -45,9 +45,10 @@ pub(crate) fn read(fields: &Fields<'_>, clock: &ResponseClock) -> Option<Reading
 
     let limit = counts(LIMIT).min();
     let used = counts(USED).max();
+    // Used beyond the limit is a spent window, not an unknown one.
     let remaining = counts(REMAINING)
         .min()
-        .or_else(|| limit?.checked_sub(used?));
+        .or_else(|| Some(limit?.saturating_sub(used?)));
     let reset = values(RESET).filter_map(|value| reset(value, clock)).max();
 
     let reading = Reading {
@@ -105,9 +106,9 @@ mod tests {
     }
 
     #[test]
-    fn used_beyond_the_limit_or_alone_says_nothing_left() {
+    fn used_beyond_the_limit_leaves_nothing_and_used_alone_says_nothing() {
         let over = read_pairs(&[("x-ratelimit-limit", "60"), ("x-ratelimit-used", "61")]);
-        assert_eq!(over.unwrap().remaining, None);
+        assert_eq!(over.unwrap().remaining, Some(0));
         assert_eq!(read_pairs(&[("x-ratelimit-used", "3")]), None);
     }
 

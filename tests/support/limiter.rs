@@ -32,6 +32,7 @@ pub enum Model {
 #[derive(Clone)]
 pub struct Limiter {
     state: Arc<Mutex<LimiterState>>,
+    latency: Duration,
 }
 
 struct LimiterState {
@@ -56,7 +57,14 @@ impl Limiter {
                 log: Vec::new(),
                 script: Vec::new(),
             })),
+            latency: Duration::ZERO,
         }
+    }
+
+    /// Answers each request this long after it arrives (decided when it arrives).
+    pub fn with_latency(mut self, latency: Duration) -> Self {
+        self.latency = latency;
+        self
     }
 
     /// Answers these first, in order, before the model decides.
@@ -159,7 +167,9 @@ pub fn retry_after(left: Duration) -> Vec<(&'static str, String)> {
 impl Service<Request<String>> for Limiter {
     type Response = Response<String>;
     type Error = BoxError;
-    type Future = std::future::Ready<Result<Response<String>, BoxError>>;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Response<String>, BoxError>> + Send>,
+    >;
 
     fn poll_ready(
         &mut self,
@@ -169,6 +179,10 @@ impl Service<Request<String>> for Limiter {
     }
 
     fn call(&mut self, _request: Request<String>) -> Self::Future {
-        std::future::ready(Ok(self.answer()))
+        let (answer, latency) = (self.answer(), self.latency);
+        Box::pin(async move {
+            tokio::time::sleep(latency).await;
+            Ok(answer)
+        })
     }
 }
