@@ -32,6 +32,7 @@ use tower_service::Service;
 use crate::budget::{Budget, Decision, Declined};
 use crate::gate::{Entered, Gates, Pass, Place, Quota, Report, after};
 use crate::headers::RateLimitInfo;
+use crate::jitter::Draws;
 use crate::key::{Key, KeyFn};
 use crate::layer::Settings;
 use crate::policy::{Action, BoxError, Outcome, Policy};
@@ -61,6 +62,7 @@ pin_project! {
         gate: Gating,
         // The call's own decision already announced the wait it is about to take at the gate.
         announced: bool,
+        draws: Draws,
     }
 }
 
@@ -107,6 +109,7 @@ where
         settings: Settings,
         gates: Gates,
         key: &KeyFn,
+        draws: Draws,
         request: Request<B>,
     ) -> Self {
         let (parts, body) = request.into_parts();
@@ -126,6 +129,7 @@ where
             last: None,
             budget: Budget::default(),
             announced: false,
+            draws,
             gate: Gating {
                 gates,
                 key,
@@ -201,7 +205,7 @@ where
                     };
                     let action = this.policy.classify(this.request, classified);
                     let instruction = info.as_ref().and_then(RateLimitInfo::instructed_wait);
-                    let unit = rand::random();
+                    let unit = this.draws.unit();
                     let decision = (action != Action::Return)
                         .then(|| this.budget.decide(action, instruction, this.settings, unit));
                     let refused = outcome

@@ -9,6 +9,7 @@ use tower_layer::Layer;
 
 use crate::backoff::Backoff;
 use crate::gate::Gates;
+use crate::jitter::Jitter;
 use crate::key::{Key, KeyFn, by_origin};
 use crate::policy::StatusPolicy;
 use crate::service::RateLimit;
@@ -53,6 +54,7 @@ pub struct RateLimitLayer<P = StatusPolicy> {
     settings: Settings,
     gates: Gates,
     key: KeyFn,
+    jitter: Jitter,
 }
 
 impl<P: fmt::Debug> fmt::Debug for RateLimitLayer<P> {
@@ -128,6 +130,7 @@ impl Default for RateLimitLayer {
             settings: Settings::default(),
             gates: Gates::new(),
             key: by_origin(),
+            jitter: Jitter::Random,
         }
     }
 }
@@ -140,6 +143,7 @@ impl<P> RateLimitLayer<P> {
             settings: self.settings,
             gates: self.gates,
             key: self.key,
+            jitter: self.jitter,
         }
     }
 
@@ -227,6 +231,14 @@ impl<P> RateLimitLayer<P> {
         self
     }
 
+    /// Draws the random spread of waits from generators seeded with `seed`, one per call in the
+    /// order calls are made, so that a simulation on a paused clock repeats exactly (default:
+    /// the thread's random generator).
+    pub fn jitter_seed(mut self, seed: u64) -> Self {
+        self.jitter = Jitter::seeded(seed);
+        self
+    }
+
     /// Shares `gates` with every other layer given them: a 429 seen through any of them holds
     /// the key's calls through all of them.
     pub fn gates(mut self, gates: Gates) -> Self {
@@ -245,6 +257,7 @@ impl<S, P: Clone> Layer<S> for RateLimitLayer<P> {
             self.settings.effective(),
             self.gates.clone(),
             self.key.clone(),
+            self.jitter.clone(),
         )
     }
 }

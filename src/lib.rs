@@ -66,6 +66,7 @@ mod budget;
 mod future;
 mod gate;
 mod headers;
+mod jitter;
 mod key;
 mod layer;
 pub mod policy;

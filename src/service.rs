@@ -7,6 +7,7 @@ use tower_service::Service;
 
 use crate::future::ResponseFuture;
 use crate::gate::Gates;
+use crate::jitter::Jitter;
 use crate::key::{KeyFn, by_origin};
 use crate::layer::{RateLimitLayer, Settings};
 use crate::policy::{BoxError, Policy, StatusPolicy};
@@ -33,6 +34,7 @@ pub struct RateLimit<S, P = StatusPolicy> {
     settings: Settings,
     gates: Gates,
     key: KeyFn,
+    jitter: Jitter,
 }
 
 impl<S: std::fmt::Debug, P: std::fmt::Debug> std::fmt::Debug for RateLimit<S, P> {
@@ -67,6 +69,7 @@ impl<S, P> RateLimit<S, P> {
             Settings::default(),
             Gates::new(),
             by_origin(),
+            Jitter::Random,
         )
     }
 
@@ -76,6 +79,7 @@ impl<S, P> RateLimit<S, P> {
         settings: Settings,
         gates: Gates,
         key: KeyFn,
+        jitter: Jitter,
     ) -> Self {
         RateLimit {
             inner,
@@ -83,6 +87,7 @@ impl<S, P> RateLimit<S, P> {
             settings,
             gates,
             key,
+            jitter,
         }
     }
 
@@ -132,6 +137,7 @@ where
             self.settings,
             self.gates.clone(),
             &self.key,
+            self.jitter.for_call(),
             request,
         )
     }

@@ -298,3 +298,17 @@ async fn a_request_without_a_replayable_body_is_sent_once() {
     assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(script.attempts().len(), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_seeded_layer_draws_the_same_waits_every_run() {
+    async fn gaps(seed: u64) -> Vec<Duration> {
+        let script = Script::repeat(status(503, &[]), 3);
+        call(RateLimitLayer::new().jitter_seed(seed), &script, "GET")
+            .await
+            .unwrap();
+        script.gaps()
+    }
+    let first = gaps(7).await;
+    assert_eq!(first, gaps(7).await);
+    assert_ne!(first, gaps(8).await);
+}
