@@ -205,9 +205,18 @@ impl Gates {
         if let Some(window) = shared {
             table.learn(key, local(window, now), now, self.registry.capacity);
         }
-        let Some(gate) = table.gates.get_mut(key) else {
-            return Entered::Admitted(self.pass(key, Admission::UNCOUNTED));
-        };
+        if !table.gates.contains_key(key) {
+            // Counted from the first call: responses to the first calls on a key report the
+            // quota after one request, while the others are still out and will spend theirs.
+            if !table.make_room(now, self.registry.capacity, false) {
+                return Entered::Admitted(self.pass(key, Admission::UNCOUNTED));
+            }
+            table.gates.insert(key.clone(), Gate::new());
+        }
+        let gate = table
+            .gates
+            .get_mut(key)
+            .expect("the key's gate was just made");
         if let Some(closed_for) = gate.closed_for(now) {
             if closed_for > budget {
                 return Entered::Throttled(closed_for);

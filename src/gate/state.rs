@@ -56,8 +56,10 @@ pub(crate) struct Report {
 /// How a request was let through, as its response must be recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Admission {
-    /// A probe, of the closure with this epoch: nothing else goes until it comes back.
-    pub(crate) probe: Option<u64>,
+    /// The gate's epoch when it went: its answer speaks of the window of that epoch.
+    pub(crate) epoch: u64,
+    /// A probe: nothing else goes until it comes back.
+    pub(crate) probe: bool,
     /// It counts in `in_flight` (the gate existed when it was let through).
     pub(crate) counted: bool,
 }
@@ -65,7 +67,8 @@ pub(crate) struct Admission {
 impl Admission {
     /// Let through without a gate to count it.
     pub(crate) const UNCOUNTED: Admission = Admission {
-        probe: None,
+        epoch: 0,
+        probe: false,
         counted: false,
     };
 }
@@ -107,8 +110,10 @@ pub(crate) struct Gate {
     interval: Option<Duration>,
     in_flight: u32,
     phase: Phase,
-    /// Counts closures; a probe carries the epoch it was sent in.
+    /// Counts closures: requests let through carry the epoch they went in.
     epoch: u64,
+    /// The epoch of the request whose answer gave `quota`.
+    quota_epoch: u64,
     /// Waiters still to leave one at a time before the gate opens, when the rate is unknown.
     backlog: usize,
     last_release: Option<Instant>,
@@ -128,6 +133,7 @@ impl Gate {
             in_flight: 0,
             phase: Phase::Open,
             epoch: 0,
+            quota_epoch: 0,
             backlog: 0,
             last_release: None,
             queue: VecDeque::new(),
@@ -143,7 +149,8 @@ impl Gate {
         if !respect_quota && self.closed_until.is_none_or(|until| until <= now) {
             self.in_flight += 1;
             return Ok(Admission {
-                probe: None,
+                epoch: self.epoch,
+                probe: false,
                 counted: true,
             });
         }
@@ -184,7 +191,8 @@ impl Gate {
             // Not queued: nothing holds it back.
             self.in_flight += 1;
             return Ok(Admission {
-                probe: None,
+                epoch: self.epoch,
+                probe: false,
                 counted: true,
             });
         };
@@ -247,33 +255,54 @@ impl Gate {
                 Phase::Releasing
             };
         }
-        self.learn(report, now);
+        self.take_in(report, admitted.epoch, now);
         self.wake_head();
     }
 
-    /// Takes in what the server said (in a response, or through another process's store).
+    /// Takes in what another process learned, through a shared store.
     pub(crate) fn learn(&mut self, report: Report, now: Instant) {
+        self.take_in(report, self.epoch, now);
+    }
+
+    /// Takes in what the server said about the window of `epoch`.
+    fn take_in(&mut self, report: Report, epoch: u64, now: Instant) {
         if let Some(until) = report.closed_until.filter(|until| *until > now) {
             self.close_until(until);
         }
-        if let Some(quota) = report.quota {
-            self.quota = Some(match self.quota {
-                // Within one window the server's count only falls: the lowest figure is the
-                // latest, whatever order responses came back in.
-                Some(known)
-                    if known.reset_at > now && quota.reset_at <= known.reset_at + SAME_WINDOW =>
-                {
-                    Quota {
-                        remaining: known.remaining.min(quota.remaining),
-                        reset_at: known.reset_at.max(quota.reset_at),
-                    }
-                }
-                _ => quota,
-            });
+        if let Some(quota) = report.quota.filter(|quota| quota.reset_at > now) {
+            self.learn_quota(quota, epoch, now);
         }
         if report.interval.is_some() {
             self.interval = report.interval;
         }
+    }
+
+    /// Folds in a quota reported by a request let through in `epoch`. A report from before the
+    /// quota's epoch (a straggler from a window already over) is ignored; one whose reset is
+    /// clearly later starts a new window; within one window the server's count only falls, so
+    /// the lowest figure is the latest whatever order answers came back in, and, each reset
+    /// being the server's rounded-up countdown read after it was written, the earliest reset
+    /// is the closest to the truth.
+    fn learn_quota(&mut self, quota: Quota, epoch: u64, now: Instant) {
+        let Some(known) = self.quota.filter(|known| known.reset_at > now) else {
+            self.quota = Some(quota);
+            self.quota_epoch = epoch;
+            return;
+        };
+        if epoch < self.quota_epoch || quota.reset_at + SAME_WINDOW < known.reset_at {
+            return;
+        }
+        self.quota = Some(
+            if epoch > self.quota_epoch || quota.reset_at > known.reset_at + SAME_WINDOW {
+                quota
+            } else {
+                Quota {
+                    remaining: known.remaining.min(quota.remaining),
+                    reset_at: known.reset_at.min(quota.reset_at),
+                }
+            },
+        );
+        self.quota_epoch = self.quota_epoch.max(epoch);
     }
 
     /// A request let through as `admitted` ended without a response (dropped, or a transport
@@ -332,11 +361,19 @@ impl Gate {
         }
     }
 
-    /// The reset of a window whose quota is all out or spent.
+    /// The reset of a window the server said is spent.
     fn spent_until(&self) -> Option<Instant> {
         self.quota
-            .filter(|quota| quota.remaining <= u64::from(self.in_flight))
+            .filter(|quota| quota.remaining == 0)
             .map(|quota| quota.reset_at)
+    }
+
+    /// Whether every unit the server said remains is taken by a request still out. Their
+    /// answers may give some back (they come back in any order, so the lowest figure can run
+    /// ahead of them): the gate waits for them, it does not close.
+    fn all_out(&self) -> bool {
+        self.quota
+            .is_some_and(|quota| quota.remaining <= u64::from(self.in_flight))
     }
 
     /// Whether the next request may go now, and on what terms.
@@ -351,6 +388,9 @@ impl Gate {
             // A spent window: held until it resets, and the new window's first request probes.
             self.close_until(reset_at);
             return Release::At(reset_at);
+        }
+        if self.all_out() {
+            return Release::Blocked;
         }
         match self.phase {
             Phase::Probing => Release::Blocked,
@@ -386,13 +426,14 @@ impl Gate {
             self.phase = Phase::Open;
         }
         Admission {
-            probe: probe.then_some(self.epoch),
+            epoch: self.epoch,
+            probe,
             counted: true,
         }
     }
 
     fn is_current_probe(&self, admitted: Admission) -> bool {
-        admitted.probe == Some(self.epoch) && self.phase == Phase::Probing
+        admitted.probe && admitted.epoch == self.epoch && self.phase == Phase::Probing
     }
 
     /// Whether the server gave neither quota nor policy: its backlog leaves one at a time.
@@ -508,7 +549,7 @@ mod tests {
         let now = Instant::now();
         let mut gate = Gate::new();
         for _ in 0..3 {
-            assert_eq!(gate.come(now).unwrap().probe, None);
+            assert!(!gate.come(now).unwrap().probe);
         }
         assert_eq!(gate.in_flight(), 3);
         assert_eq!(gate.waiters(), 0);
@@ -530,7 +571,7 @@ mod tests {
             Err(Some(now + 2 * SECOND))
         );
         let admitted = gate.poll_waiter(id, now + 2 * SECOND, &waker).unwrap();
-        assert!(admitted.probe.is_some(), "the first out probes");
+        assert!(admitted.probe, "the first out probes");
     }
 
     #[test]
@@ -552,7 +593,7 @@ mod tests {
         let ids: Vec<u64> = (0..3).map(|_| gate.come(now).unwrap_err()).collect();
         let open = now + SECOND;
         let probe = gate.poll_waiter(ids[0], open, &waker).unwrap();
-        assert!(probe.probe.is_some());
+        assert!(probe.probe);
         assert_eq!(
             gate.poll_waiter(ids[1], open, &waker),
             Err(None),
@@ -581,7 +622,7 @@ mod tests {
             Err(Some(open + 20 * SECOND))
         );
         let (next, _) = gate.go(ids[1], open, &waker);
-        assert!(next.probe.is_some());
+        assert!(next.probe);
     }
 
     #[test]
@@ -594,7 +635,7 @@ mod tests {
         // A 429 to another request closes the gate again; a new probe goes after it.
         gate.learn(closed(open + SECOND), open);
         let (new_probe, reopen) = gate.go(ids[1], open, &waker);
-        assert_ne!(old_probe.probe, new_probe.probe);
+        assert_ne!(old_probe.epoch, new_probe.epoch);
         gate.answered(old_probe, HEALTHY, reopen);
         assert_eq!(
             gate.poll_waiter(ids[2], reopen, &waker),
@@ -602,7 +643,7 @@ mod tests {
             "still behind the new probe"
         );
         gate.answered(new_probe, HEALTHY, reopen);
-        assert!(gate.go(ids[2], reopen, &waker).0.probe.is_some());
+        assert!(gate.go(ids[2], reopen, &waker).0.probe);
     }
 
     #[test]
@@ -615,7 +656,7 @@ mod tests {
         let mut released = Vec::new();
         for (index, id) in backlog.iter().enumerate() {
             let (admitted, at) = gate.go(*id, clock, &waker);
-            assert!(admitted.probe.is_some(), "waiter {index} leaves alone");
+            assert!(admitted.probe, "waiter {index} leaves alone");
             clock = at;
             released.push(clock);
             if index == 10 {
@@ -630,8 +671,8 @@ mod tests {
         }
         // The backlog gone, the call that arrived during it goes with no probe, at once.
         let late = gate.queue.front().unwrap().id;
-        assert_eq!(gate.poll_waiter(late, clock, &waker).unwrap().probe, None);
-        assert_eq!(gate.come(clock).unwrap().probe, None, "open again");
+        assert!(!gate.poll_waiter(late, clock, &waker).unwrap().probe);
+        assert!(!gate.come(clock).unwrap().probe, "open again");
     }
 
     #[test]
@@ -642,15 +683,23 @@ mod tests {
         let ids: Vec<u64> = (0..5).map(|_| gate.come(now).unwrap_err()).collect();
         let (probe, open) = gate.go(ids[0], now, &waker);
         gate.answered(probe, quota(2, open + 60 * SECOND), open);
-        assert_eq!(gate.poll_waiter(ids[1], open, &waker).unwrap().probe, None);
-        assert_eq!(gate.poll_waiter(ids[2], open, &waker).unwrap().probe, None);
+        let second = gate.poll_waiter(ids[1], open, &waker).unwrap();
+        let third = gate.poll_waiter(ids[2], open, &waker).unwrap();
+        assert!(!second.probe && !third.probe);
+        assert_eq!(
+            gate.poll_waiter(ids[3], open, &waker),
+            Err(None),
+            "both units are out"
+        );
+        gate.answered(second, quota(1, open + 60 * SECOND), open);
+        gate.answered(third, quota(0, open + 60 * SECOND), open);
         assert_eq!(
             gate.poll_waiter(ids[3], open, &waker),
             Err(Some(open + 60 * SECOND)),
             "two remained: the rest wait for the reset"
         );
         assert!(
-            gate.go(ids[3], open, &waker).0.probe.is_some(),
+            gate.go(ids[3], open, &waker).0.probe,
             "the new window probes"
         );
     }
@@ -672,10 +721,7 @@ mod tests {
             Err(Some(open + 100 * MS))
         );
         let second = gate.poll_waiter(ids[1], open + 100 * MS, &waker).unwrap();
-        assert_eq!(
-            second.probe, None,
-            "at a known rate, nobody waits for answers"
-        );
+        assert!(!second.probe, "at a known rate, nobody waits for answers");
         assert_eq!(
             gate.poll_waiter(ids[2], open + 100 * MS, &waker),
             Err(Some(open + 200 * MS))
@@ -696,7 +742,7 @@ mod tests {
             Err(Some(now + 30 * SECOND))
         );
         let admitted = gate.poll_waiter(id, now + 30 * SECOND, &waker).unwrap();
-        assert!(admitted.probe.is_some());
+        assert!(admitted.probe);
     }
 
     #[test]
@@ -706,9 +752,40 @@ mod tests {
         let admitted = gate.come(now).unwrap();
         gate.answered(admitted, quota(3, now + 10 * SECOND), now);
         let outcomes: Vec<_> = (0..50).map(|_| gate.come(now)).collect();
-        assert_eq!(outcomes.iter().filter(|outcome| outcome.is_ok()).count(), 3);
+        let gone: Vec<Admission> = outcomes.iter().filter_map(|outcome| outcome.ok()).collect();
+        assert_eq!(gone.len(), 3);
         assert_eq!(gate.waiters(), 47);
+        for (admission, left) in gone.into_iter().zip([2, 1, 0]) {
+            gate.answered(admission, quota(left, now + 10 * SECOND), now);
+        }
         assert_eq!(gate.closed_for(now), Some(10 * SECOND));
+    }
+
+    #[test]
+    fn answers_out_of_order_do_not_close_a_window_that_still_has_quota() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let (_, waker) = waker();
+        let first = gate.come(now).unwrap();
+        gate.answered(first, quota(8, now + 10 * SECOND), now);
+        let out: Vec<Admission> = (0..6).map(|_| gate.come(now).unwrap()).collect();
+        // The request the server counted last answers first: the lowest figure runs ahead of
+        // the five answers still out.
+        gate.answered(out[5], quota(2, now + 10 * SECOND), now);
+        let id = gate.come(now).unwrap_err();
+        assert_eq!(gate.closed_for(now), None, "busy, not closed");
+        assert_eq!(
+            gate.poll_waiter(id, now, &waker),
+            Err(None),
+            "waits for the answers"
+        );
+        for (admission, left) in out[..5].iter().zip([7, 6, 5, 4, 3]) {
+            gate.answered(*admission, quota(left, now + 10 * SECOND), now);
+        }
+        assert!(
+            gate.poll_waiter(id, now, &waker).is_ok(),
+            "two units were left after all"
+        );
     }
 
     #[test]
@@ -738,6 +815,23 @@ mod tests {
     }
 
     #[test]
+    fn a_straggler_from_a_window_already_over_does_not_spoil_the_new_one() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let (_, waker) = waker();
+        let straggler = gate.come(now).unwrap();
+        let first = gate.come(now).unwrap();
+        gate.answered(first, quota(0, now + SECOND), now);
+        let id = gate.come(now).unwrap_err();
+        let (probe, reset) = gate.go(id, now, &waker);
+        assert_eq!(reset, now + SECOND);
+        gate.answered(probe, quota(49, reset + SECOND), reset);
+        // The answer to a request of the old window comes back last.
+        gate.answered(straggler, quota(0, now + SECOND + MS), reset);
+        assert_eq!(gate.quota(reset).map(|quota| quota.remaining), Some(49));
+    }
+
+    #[test]
     fn a_report_from_the_next_window_replaces_the_old_one_before_it_ends() {
         let now = Instant::now();
         let mut gate = Gate::new();
@@ -759,7 +853,7 @@ mod tests {
         gate.abandoned(probe);
         assert_eq!(gate.in_flight(), 0);
         let next = gate.poll_waiter(second, open, &waker).unwrap();
-        assert!(next.probe.is_some(), "the next one probes");
+        assert!(next.probe, "the next one probes");
     }
 
     #[test]
