@@ -21,7 +21,7 @@ use tokio::time::Instant;
 
 pub use store::{MemoryStore, Window, WindowStore};
 
-use crate::key::Key;
+use crate::key::{BuildKeyHasher, Key};
 use state::{Admission, Gate};
 pub(crate) use state::{Quota, Report};
 
@@ -67,7 +67,7 @@ struct Registry {
 
 #[derive(Default)]
 struct Table {
-    gates: HashMap<Key, Gate>,
+    gates: HashMap<Key, Gate, BuildKeyHasher>,
     /// New keys turned away since the last sweep for idle gates: a full registry is swept once
     /// per so many, so that turning keys away stays cheap.
     turned_away: usize,
@@ -247,22 +247,16 @@ impl Gates {
         }
     }
 
-    /// Applies `change` to `key`'s gate, if it has one, forgets the gate if it is left idle,
-    /// and wakes whom the change freed once the table is unlocked.
-    fn update(&self, key: &Key, now: Instant, change: impl FnOnce(&mut Gate)) {
-        let mut table = self.lock();
-        let wakes = match table.gates.get_mut(key) {
+    /// Applies `change` to `key`'s gate, if it has one, and wakes whom the change freed once
+    /// the table is unlocked.
+    fn update(&self, key: &Key, change: impl FnOnce(&mut Gate)) {
+        let wakes = match self.lock().gates.get_mut(key) {
             Some(gate) => {
                 change(gate);
-                let wakes = gate.take_wakes();
-                if gate.is_idle(now) {
-                    table.gates.remove(key);
-                }
-                wakes
+                gate.take_wakes()
             }
             None => Vec::new(),
         };
-        drop(table);
         wakes.into_iter().for_each(Waker::wake);
     }
 
@@ -331,11 +325,7 @@ impl Table {
     ) -> Vec<Waker> {
         if let Some(gate) = self.gates.get_mut(key) {
             gate.answered(admitted, report, now);
-            let wakes = gate.take_wakes();
-            if gate.is_idle(now) {
-                self.gates.remove(key);
-            }
-            return wakes;
+            return gate.take_wakes();
         }
         let mut gate = Gate::new();
         gate.answered(admitted, report, now);
@@ -413,7 +403,7 @@ impl Drop for Pass {
         if self.open {
             let admission = self.admission;
             self.gates
-                .update(&self.key, Instant::now(), |gate| gate.abandoned(admission));
+                .update(&self.key, |gate| gate.abandoned(admission));
         }
     }
 }
@@ -450,8 +440,7 @@ impl Drop for Place {
     fn drop(&mut self) {
         if self.queued {
             let id = self.id;
-            self.gates
-                .update(&self.key, Instant::now(), |gate| gate.leave(id));
+            self.gates.update(&self.key, |gate| gate.leave(id));
         }
     }
 }
