@@ -162,7 +162,7 @@ async fn a_meter_that_said_zero_is_an_instruction() {
     call(RateLimitLayer::new(), &script, "POST").await.unwrap();
     let gap = script.gaps()[0];
     assert!(
-        gap >= 3 * SECOND && gap < 3 * SECOND + 3 * SECOND / 10,
+        gap >= 3 * SECOND && gap <= 3 * SECOND + 3 * SECOND / 10,
         "{gap:?}"
     );
 }
@@ -173,7 +173,7 @@ async fn retry_after_on_a_retried_503_is_honoured() {
     call(RateLimitLayer::new(), &script, "GET").await.unwrap();
     let gap = script.gaps()[0];
     assert!(
-        gap >= 5 * SECOND && gap < 5 * SECOND + SECOND / 2,
+        gap >= 5 * SECOND && gap <= 5 * SECOND + SECOND / 2,
         "{gap:?}"
     );
 }
@@ -187,7 +187,7 @@ async fn instructed_waits_are_never_shorter_than_the_instruction_and_spread_with
     assert_eq!(gaps.len(), 10);
     assert!(
         gaps.iter()
-            .all(|gap| *gap >= 2 * SECOND && *gap < 2 * SECOND + SECOND / 5),
+            .all(|gap| *gap >= 2 * SECOND && *gap <= 2 * SECOND + SECOND / 5),
         "{gaps:?}"
     );
     let distinct: std::collections::HashSet<_> = gaps.iter().collect();
