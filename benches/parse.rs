@@ -5,6 +5,10 @@
 //! - `github`: a 200 with GitHub's `x-ratelimit-*` set and `Date`.
 //!
 //! Run: `cargo bench --bench parse`. Target: under 1 µs per response.
+//!
+//! And a hostile one: a `RateLimit` list of distinct names, 64 KiB and 1 MiB long. The time
+//! must grow with the length (a ratio in the tens: 16 and cache misses), not with its square
+//! (256 and more).
 
 use std::hint::black_box;
 use std::time::{Duration, UNIX_EPOCH};
@@ -55,5 +59,33 @@ fn parse(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, parse);
+/// A `RateLimit` list of distinct named members at least `bytes` long.
+fn named_list(bytes: usize) -> HeaderMap {
+    let mut list = String::new();
+    for member in 0.. {
+        if list.len() >= bytes {
+            break;
+        }
+        list.push_str(&format!("\"q{member}\";r=50;t=10, "));
+    }
+    list.push_str("\"last\";r=0;t=3");
+    let mut headers = HeaderMap::new();
+    headers.insert("ratelimit", list.parse().unwrap());
+    headers
+}
+
+fn hostile(c: &mut Criterion) {
+    let received = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    let mut group = c.benchmark_group("hostile");
+    group.sample_size(10);
+    for (label, bytes) in [("64KiB", 64 << 10), ("1MiB", 1 << 20)] {
+        let headers = named_list(bytes);
+        group.bench_function(label, |b| {
+            b.iter(|| RateLimitInfo::from_headers(black_box(&headers), received))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, parse, hostile);
 criterion_main!(benches);

@@ -17,6 +17,7 @@
 //! epoch under these names), aged by the response's clock either way.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::time::Duration;
 
 use super::clock::{Reset, ResponseClock};
@@ -97,26 +98,24 @@ pub(crate) fn read<'a>(
     );
     attach_policies(current, &policies, readings);
 
-    let named = readings.len();
+    let mut named = ByName::starting_at(readings.len());
     for member in policy_members {
         let Some(name) = member.name else { continue };
         let policy = Reading {
-            name: Some(name),
             limit: member.quota,
             window: member.window.map(Duration::from_secs),
             ..Reading::default()
         };
-        add_named(readings, named, policy);
+        named.add(readings, name, policy);
     }
     for member in reports {
         let Some(name) = member.name else { continue };
         let report = Reading {
-            name: Some(name),
             remaining: member.remaining,
             reset: member.reset.map(|reset| countdown(reset, clock)),
             ..Reading::default()
         };
-        add_named(readings, named, report);
+        named.add(readings, name, report);
     }
 }
 
@@ -172,23 +171,57 @@ fn attach_policies<'a>(
     }
 }
 
-/// Folds `reading` into the reading of the same name from `named` on, or adds it.
-fn add_named<'a>(readings: &mut Vec<Reading<'a>>, named: usize, reading: Reading<'a>) {
-    match readings[named..]
-        .iter_mut()
-        .find(|known| known.name == reading.name)
-    {
-        Some(known) => known.merge(reading),
-        None => readings.push(reading),
+/// Folds named readings into the ones of the same name, from `first` on. Fields name one to
+/// three quotas, so the search is linear; once there are many, a hash index keeps a hostile
+/// field of fifty thousand members linear in its length instead of quadratic.
+struct ByName<'a> {
+    first: usize,
+    index: HashMap<Cow<'a, str>, usize>,
+}
+
+impl<'a> ByName<'a> {
+    /// Past this many names the index is built.
+    const LINEAR_UP_TO: usize = 16;
+
+    fn starting_at(first: usize) -> Self {
+        ByName {
+            first,
+            index: HashMap::new(),
+        }
+    }
+
+    /// Names `reading` and folds it into the reading of that name, or adds it.
+    fn add(&mut self, readings: &mut Vec<Reading<'a>>, name: Cow<'a, str>, reading: Reading<'a>) {
+        let known = if self.index.is_empty() {
+            readings[self.first..]
+                .iter()
+                .position(|known| known.name.as_ref() == Some(&name))
+                .map(|at| self.first + at)
+        } else {
+            self.index.get(&name).copied()
+        };
+        if let Some(at) = known {
+            return readings[at].merge(reading);
+        }
+        if self.index.is_empty() && readings.len() - self.first >= Self::LINEAR_UP_TO {
+            self.index = (self.first..readings.len())
+                .filter_map(|at| Some((readings[at].name.clone()?, at)))
+                .collect();
+        }
+        if !self.index.is_empty() {
+            self.index.insert(name.clone(), readings.len());
+        }
+        readings.push(Reading {
+            name: Some(name),
+            ..reading
+        });
     }
 }
 
 fn has_two_policies_with_one_quota(members: &[Member<'_>]) -> bool {
-    let quotas: Vec<u64> = members.iter().filter_map(|member| member.integer).collect();
-    quotas
-        .iter()
-        .enumerate()
-        .any(|(index, quota)| quotas[index + 1..].contains(quota))
+    let mut quotas: Vec<u64> = members.iter().filter_map(|member| member.integer).collect();
+    quotas.sort_unstable();
+    quotas.windows(2).any(|pair| pair[0] == pair[1])
 }
 
 fn countdown(reset: u64, clock: &ResponseClock) -> Duration {

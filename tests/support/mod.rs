@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test file uses its own part of the support
 
+pub mod raw;
+
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
