@@ -3,7 +3,7 @@
 //!
 //! A call has a budget: a total wait (`max_wait`: every wait of the call added up) and attempt
 //! counts (transient retries; rate-limited retries as a backstop). A wait that does not fit
-//! ends the call with the last response: it is dropped, never shortened to fit, because a
+//! ends the call with the last outcome: it is dropped, never shortened to fit, because a
 //! shortened wait buys exactly one more refused request. An instruction above the cap is a
 //! guard against an absurd or hostile value: it is neither waited nor shortened, and the
 //! response goes back to the caller at once.

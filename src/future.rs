@@ -3,7 +3,7 @@
 //! ```text
 //! Entering ─▶ gate ─┬─ let through ──▶ Readying ─▶ Calling ─▶ read, record, classify ─▶ done
 //!                   ├─ closed ──▶ Waiting ──┘                        │ retry
-//!                   └─ closed too long ──▶ Throttled (or the last response)
+//!                   └─ closed too long ──▶ Throttled (or the last outcome)
 //!    ▲                                                               │
 //!    └──── Sleeping (a transient failure's backoff, or a rate-limited wait the gate does not
 //!          hold) ◀───────────────────────────────────────────────────┤
@@ -14,8 +14,8 @@
 //! polled, not when made; a retry is decided only with the next body in hand (a body that
 //! cannot be copied is sent once); a rate-limited retry never goes before the server's time,
 //! whatever the gate remembers; every wait, at the gate or asleep, counts against the call's
-//! budget, and a wait that cannot fit ends the call with the last response (or, before any
-//! response, with [`Throttled`]); dropping the future at any point leaves the gate's queue and
+//! budget, and a wait that cannot fit ends the call with the last outcome (or, before any
+//! attempt, with [`Throttled`]); dropping the future at any point leaves the gate's queue and
 //! releases what it held (`Place` and `Pass` do so on drop).
 
 use std::future::Future;
@@ -54,9 +54,9 @@ pin_project! {
         // The next attempt's body: the first attempt's, or a retry's, copied before its wait
         // so a retry never lacks one.
         next: Option<B>,
-        // The last response, kept while a retry waits: if the wait cannot fit, the caller
-        // gets it.
-        last: Option<S::Response>,
+        // The last outcome (a response or an error), kept while a retry waits: if the wait
+        // cannot fit, the caller gets it.
+        last: Option<Result<S::Response, BoxError>>,
         budget: Budget,
         settings: Settings,
         gate: Gating,
@@ -243,7 +243,7 @@ where
                         this.state.set(State::Done);
                         return Poll::Ready(outcome);
                     }
-                    *this.last = outcome.ok();
+                    *this.last = Some(outcome);
                     let held = action == Action::RateLimited && this.gate.holds(now, decision.wait);
                     if held {
                         // The gate is closed at least as long: the call waits there with
@@ -310,10 +310,11 @@ where
     }
 }
 
-/// How a call ends when its wait at the gate cannot fit: with the last response if it has
-/// one, else with `Throttled` (nothing was sent).
-fn give_up<R>(last: Option<R>, throttled: Throttled) -> Result<R, BoxError> {
-    last.ok_or_else(|| throttled.into())
+/// How a call ends when its wait at the gate cannot fit: with the last outcome if it has one
+/// (a response, or the transport error of an attempt that was sent), else with `Throttled`
+/// (nothing was sent).
+fn give_up<R>(last: Option<Result<R, BoxError>>, throttled: Throttled) -> Result<R, BoxError> {
+    last.unwrap_or_else(|| Err(throttled.into()))
 }
 
 /// How long a response closes its key's gate: a 429 or a rate-limited outcome closes it for the
@@ -498,6 +499,17 @@ mod tests {
             headers.append(*name, http::HeaderValue::from_static(value));
         }
         RateLimitInfo::from_headers(&headers, SystemTime::now())
+    }
+
+    #[test]
+    fn giving_up_returns_the_last_outcome_and_throttled_only_before_any_attempt() {
+        let throttled = || Throttled::new(Key::named("api"), Duration::from_secs(9));
+        assert_eq!(give_up(Some(Ok(429)), throttled()).unwrap(), 429);
+        let reset: BoxError = "connection reset".into();
+        let error = give_up::<u16>(Some(Err(reset)), throttled()).unwrap_err();
+        assert_eq!(error.to_string(), "connection reset");
+        let error = give_up::<u16>(None, throttled()).unwrap_err();
+        assert!(error.is::<Throttled>());
     }
 
     #[test]

@@ -168,8 +168,8 @@ impl<P> RateLimitLayer<P> {
     /// The most one call may wait in total, every wait added up (default 120 s; at least twice
     /// the cap, and raised to that if set lower).
     ///
-    /// A wait that does not fit in what is left ends the call with the last response; it is
-    /// never shortened to fit.
+    /// A wait that does not fit in what is left ends the call with the last outcome (response
+    /// or error); it is never shortened to fit.
     ///
     /// With [`rate_limited_retries`](Self::rate_limited_retries) this makes the crossover
     /// between count and duration: at the defaults, instructions shorter than

@@ -62,6 +62,21 @@ impl Reply {
 /// What the server answers to the `nth` (from 0) request with this method and path.
 pub type RawScript = dyn Fn(&Method, &str, usize) -> Reply + Send + Sync;
 
+/// What the server answers to a request with this method and path, keeping its own record.
+pub type UnloggedScript = dyn Fn(&Method, &str) -> Reply + Send + Sync;
+
+/// How the server treats a connection.
+#[derive(Clone)]
+enum Behaviour {
+    /// Reads requests, logs them, answers from the script.
+    Logged(Arc<RawScript>),
+    /// Reads requests and answers from the script, logging nothing: a long run's memory is
+    /// then the client's alone.
+    Unlogged(Arc<UnloggedScript>),
+    /// Closes each connection before reading anything.
+    CloseBeforeReading,
+}
+
 /// The server: its address, what it received and how many connections it accepted.
 #[derive(Clone)]
 pub struct RawServer {
@@ -75,16 +90,20 @@ impl RawServer {
     pub async fn start(
         script: impl Fn(&Method, &str, usize) -> Reply + Send + Sync + 'static,
     ) -> Self {
-        let script: Arc<RawScript> = Arc::new(script);
-        Self::listen(Some(script)).await
+        Self::listen(Behaviour::Logged(Arc::new(script))).await
+    }
+
+    /// Starts a server answering from `script`, which keeps its own record.
+    pub async fn unlogged(script: impl Fn(&Method, &str) -> Reply + Send + Sync + 'static) -> Self {
+        Self::listen(Behaviour::Unlogged(Arc::new(script))).await
     }
 
     /// Starts a server that accepts each connection and closes it before reading anything.
     pub async fn closing_before_reading() -> Self {
-        Self::listen(None).await
+        Self::listen(Behaviour::CloseBeforeReading).await
     }
 
-    async fn listen(script: Option<Arc<RawScript>>) -> Self {
+    async fn listen(behaviour: Behaviour) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let server = RawServer {
             address: listener.local_addr().unwrap(),
@@ -95,11 +114,11 @@ impl RawServer {
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 state.connections.fetch_add(1, Ordering::SeqCst);
-                match &script {
-                    Some(script) => {
-                        tokio::spawn(state.clone().serve(stream, script.clone()));
+                match &behaviour {
+                    Behaviour::CloseBeforeReading => drop(stream),
+                    answering => {
+                        tokio::spawn(state.clone().serve(stream, answering.clone()));
                     }
-                    None => drop(stream),
                 }
             }
         });
@@ -135,24 +154,34 @@ impl RawServer {
         self.connections.load(Ordering::SeqCst)
     }
 
-    async fn serve(self, mut stream: TcpStream, script: Arc<RawScript>) {
+    /// Logs a request; says how many with its method and path came before it.
+    fn log(&self, method: &Method, path: &str, body: Vec<u8>) -> usize {
+        let mut log = self.received.lock().unwrap();
+        let nth = log
+            .iter()
+            .filter(|r| r.method == method && r.path == path)
+            .count();
+        log.push(Received {
+            method: method.clone(),
+            path: path.to_owned(),
+            at: Instant::now(),
+            body: body.into(),
+        });
+        nth
+    }
+
+    async fn serve(self, mut stream: TcpStream, behaviour: Behaviour) {
         let mut buffer = Vec::new();
         while let Some((method, path, body)) = read_request(&mut stream, &mut buffer).await {
-            let nth = {
-                let mut log = self.received.lock().unwrap();
-                let nth = log
-                    .iter()
-                    .filter(|r| r.method == method && r.path == path)
-                    .count();
-                log.push(Received {
-                    method: method.clone(),
-                    path: path.clone(),
-                    at: Instant::now(),
-                    body: body.into(),
-                });
-                nth
+            let reply = match &behaviour {
+                Behaviour::Logged(script) => {
+                    let nth = self.log(&method, &path, body);
+                    script(&method, &path, nth)
+                }
+                Behaviour::Unlogged(script) => script(&method, &path),
+                Behaviour::CloseBeforeReading => return,
             };
-            match script(&method, &path, nth) {
+            match reply {
                 Reply::Answer {
                     status,
                     headers,
