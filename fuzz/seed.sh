@@ -25,3 +25,16 @@ inputs | sed 's/ || /\n/g' | grep -iE '^ratelimit' | sed -E 's/^[A-Za-z-]+: ?//'
     n=$((n + 1))
     printf '%s' "$value" > "$here/corpus/structured_reference/seed-$(printf %03d $n)"
   done
+
+# The layer's seeds: a first byte for method, settings and calls, then four bytes an answer
+# (status, headers, value, delay); see fuzz/src/layer.rs.
+mkdir -p "$here/corpus/layer"
+rm -f "$here/corpus/layer"/seed-*
+n=0
+for seed in \
+  '\000\000\001\002\000' '\001\005\000\000\000' '\000\006\001\006\000' '\042\003\004\010\000' \
+  '\001\000\001\011\000' '\004\000\001\004\000\000\001\001\003' '\000\013\000\000\000\013\000\000\000' \
+  '\001\005\020\000\000' '\041\000\014\010\004\003\000\000\000' '\000\000\041\012\003\000\002\000\000'; do
+  n=$((n + 1))
+  printf "$seed" > "$here/corpus/layer/seed-$(printf %03d $n)"
+done

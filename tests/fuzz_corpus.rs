@@ -48,6 +48,11 @@ fn header_map_corpus_replays() {
     replay("header_map", targets::header_map);
 }
 
+#[test]
+fn layer_corpus_replays() {
+    replay("layer", targets::layer);
+}
+
 /// The hand-written structured-field parser against sfv, on every input the differential
 /// campaign kept (needs the internal `__fuzzing` feature, which `.ci/run` turns on for this test).
 #[cfg(feature = "__fuzzing")]

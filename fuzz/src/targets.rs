@@ -4,12 +4,17 @@
 //! An input is a response's header block as text: lines of `Name: value`, split on `\n`. Lines
 //! that are not a valid name and value are dropped. Each parser's target keeps only its own
 //! family (and `Date` and `Age`, which every time is measured against), so the fuzzer spends its
-//! effort on that parser; `header_map` keeps everything.
+//! effort on that parser; `header_map` keeps everything. The `layer` target (in `layer.rs`)
+//! drives the whole layer instead.
+
+mod layer;
 
 use std::time::{Duration, UNIX_EPOCH};
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 use tower_retry_after::RateLimitInfo;
+
+pub use layer::layer;
 
 /// The receipt time of every input: the vectors' NOW (Tue, 14 Nov 2023 22:13:20 GMT).
 const RECEIVED: u64 = 1_700_000_000;

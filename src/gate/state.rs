@@ -279,29 +279,36 @@ impl Gate {
 
     /// Folds in a quota reported by a request let through in `epoch`. A report from before the
     /// quota's epoch (a straggler from a window already over) is ignored; one whose reset is
-    /// clearly later starts a new window; within one window the server's count only falls, so
-    /// the lowest figure is the latest whatever order answers came back in, and, each reset
-    /// being the server's rounded-up countdown read after it was written, the earliest reset
-    /// is the closest to the truth.
+    /// clearly later starts a new window; one whose reset is clearly earlier speaks of another
+    /// meter, one with a shorter window, and holds only if it is tighter (a per-second quota
+    /// spent while the per-minute one still has room must hold the calls). Within one window
+    /// the server's count only falls, so the lowest figure is the latest whatever order
+    /// answers came back in, and, each reset being the server's rounded-up countdown read
+    /// after it was written, the earliest reset is the closest to the truth.
     fn learn_quota(&mut self, quota: Quota, epoch: u64, now: Instant) {
         let Some(known) = self.quota.filter(|known| known.reset_at > now) else {
             self.quota = Some(quota);
             self.quota_epoch = epoch;
             return;
         };
-        if epoch < self.quota_epoch || quota.reset_at + SAME_WINDOW < known.reset_at {
+        if epoch < self.quota_epoch {
             return;
         }
-        self.quota = Some(
-            if epoch > self.quota_epoch || quota.reset_at > known.reset_at + SAME_WINDOW {
-                quota
-            } else {
-                Quota {
-                    remaining: known.remaining.min(quota.remaining),
-                    reset_at: known.reset_at.min(quota.reset_at),
-                }
-            },
-        );
+        let earlier = quota.reset_at + SAME_WINDOW < known.reset_at;
+        let later = quota.reset_at > known.reset_at + SAME_WINDOW;
+        self.quota = Some(if earlier {
+            if quota.remaining >= known.remaining {
+                return;
+            }
+            quota
+        } else if later || epoch > self.quota_epoch {
+            quota
+        } else {
+            Quota {
+                remaining: known.remaining.min(quota.remaining),
+                reset_at: known.reset_at.min(quota.reset_at),
+            }
+        });
         self.quota_epoch = self.quota_epoch.max(epoch);
     }
 
@@ -829,6 +836,21 @@ mod tests {
         // The answer to a request of the old window comes back last.
         gate.answered(straggler, quota(0, now + SECOND + MS), reset);
         assert_eq!(gate.quota(reset).map(|quota| quota.remaining), Some(49));
+    }
+
+    #[test]
+    fn a_shorter_meter_spent_holds_though_a_longer_one_has_room() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        gate.learn(quota(40, now + 50 * SECOND), now);
+        // The per-second quota is now the binding one, and it is spent.
+        gate.learn(quota(0, now + SECOND), now);
+        assert_eq!(gate.closed_for(now), Some(SECOND));
+        // A shorter window with more room than the known one changes nothing.
+        let later = now + 2 * SECOND;
+        gate.learn(quota(3, later + 50 * SECOND), later);
+        gate.learn(quota(9, later + SECOND), later);
+        assert_eq!(gate.quota(later).map(|quota| quota.remaining), Some(3));
     }
 
     #[test]
