@@ -284,7 +284,9 @@ impl Gate {
     /// spent while the per-minute one still has room must hold the calls). Within one window
     /// the server's count only falls, so the lowest figure is the latest whatever order
     /// answers came back in, and, each reset being the server's rounded-up countdown read
-    /// after it was written, the earliest reset is the closest to the truth.
+    /// after it was written, the earliest reset is the closest to the truth; but a spent
+    /// window is held until the latest reset a report saying so named, since a limiter whose
+    /// reset moves (a token bucket's next token) refuses anything sooner.
     fn learn_quota(&mut self, quota: Quota, epoch: u64, now: Instant) {
         let Some(known) = self.quota.filter(|known| known.reset_at > now) else {
             self.quota = Some(quota);
@@ -306,7 +308,12 @@ impl Gate {
         } else {
             Quota {
                 remaining: known.remaining.min(quota.remaining),
-                reset_at: known.reset_at.min(quota.reset_at),
+                reset_at: match (known.remaining, quota.remaining) {
+                    (0, 0) => known.reset_at.max(quota.reset_at),
+                    (0, _) => known.reset_at,
+                    (_, 0) => quota.reset_at,
+                    _ => known.reset_at.min(quota.reset_at),
+                },
             }
         });
         self.quota_epoch = self.quota_epoch.max(epoch);
@@ -836,6 +843,20 @@ mod tests {
         // The answer to a request of the old window comes back last.
         gate.answered(straggler, quota(0, now + SECOND + MS), reset);
         assert_eq!(gate.quota(reset).map(|quota| quota.remaining), Some(49));
+    }
+
+    #[test]
+    fn a_spent_window_holds_until_the_latest_reset_that_said_so() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        gate.learn(quota(1, now + 4 * SECOND), now);
+        gate.learn(quota(0, now + 5 * SECOND), now);
+        assert_eq!(gate.closed_for(now), Some(5 * SECOND));
+        gate.learn(quota(0, now + 4 * SECOND + SECOND / 2), now);
+        assert_eq!(gate.closed_for(now), Some(5 * SECOND));
+        // An answer from earlier in the window, still with room, changes nothing.
+        gate.learn(quota(2, now + 4 * SECOND), now);
+        assert_eq!(gate.closed_for(now), Some(5 * SECOND));
     }
 
     #[test]
