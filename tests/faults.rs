@@ -110,24 +110,38 @@ async fn a_server_that_reads_and_never_answers_is_tried_the_transient_count() {
     assert_eq!(server.count("POST", "/silent"), 1);
 }
 
-/// A timeout outside the layer bounds the whole call; the call it cuts sends nothing more.
-#[tokio::test(start_paused = true)]
-async fn a_timeout_outside_the_layer_cuts_a_slow_server_once() {
-    let server = RawServer::start(|_, _, _| Reply::status(200).after(60 * SECOND)).await;
-    let mut service = ServiceBuilder::new()
-        .timeout(5 * SECOND)
-        .layer(RateLimitLayer::new())
-        .service(support::client());
+/// Sends one request through `layer` under a timeout placed outside it, the way the README
+/// stacks them; checks the timeout is what ended it, and says when it did.
+async fn cut_off(
+    timeout: Duration,
+    layer: RateLimitLayer,
+    request: Request<Full<Bytes>>,
+) -> Duration {
     let started = Instant::now();
+    let mut service = ServiceBuilder::new()
+        .timeout(timeout)
+        .layer(layer)
+        .service(support::client());
     let error = service
         .ready()
         .await
         .unwrap()
-        .call(request("GET", server.url("/slow")))
+        .call(request)
         .await
         .unwrap_err();
     assert!(error.is::<tower::timeout::error::Elapsed>(), "{error:?}");
-    assert_eq!(started.elapsed(), 5 * SECOND);
+    started.elapsed()
+}
+
+/// A timeout outside the layer bounds the whole call; the call it cuts sends nothing more.
+#[tokio::test(start_paused = true)]
+async fn a_timeout_outside_the_layer_cuts_a_slow_server_once() {
+    let server = RawServer::start(|_, _, _| Reply::status(200).after(60 * SECOND)).await;
+    let request = request("GET", server.url("/slow"));
+    assert_eq!(
+        cut_off(5 * SECOND, RateLimitLayer::new(), request).await,
+        5 * SECOND
+    );
     tokio::time::sleep(300 * SECOND).await;
     assert_eq!(server.count("GET", "/slow"), 1);
 }
@@ -142,32 +156,16 @@ async fn a_timeout_ends_the_wait_but_not_the_servers_window() {
     })
     .await;
     let layer = RateLimitLayer::new();
-    let mut service = ServiceBuilder::new()
-        .timeout(10 * SECOND)
-        .layer(layer.clone())
-        .service(support::client());
     let started = Instant::now();
-    let error = service
-        .ready()
-        .await
-        .unwrap()
-        .call(request("POST", server.url("/capture")))
-        .await
-        .unwrap_err();
-    assert!(error.is::<tower::timeout::error::Elapsed>(), "{error:?}");
+    let request_to = |server: &RawServer| request("POST", server.url("/capture"));
+    assert_eq!(
+        cut_off(10 * SECOND, layer.clone(), request_to(&server)).await,
+        10 * SECOND
+    );
     assert_eq!(server.count("POST", "/capture"), 1);
 
-    let mut patient = ServiceBuilder::new()
-        .layer(layer)
-        .service(support::client());
-    let response = patient
-        .ready()
-        .await
-        .unwrap()
-        .call(request("POST", server.url("/capture")))
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
+    let (response, _) = send_through(layer, support::client(), request_to(&server)).await;
+    assert_eq!(response.unwrap().status(), 200);
     let arrivals = server.arrivals("POST", "/capture");
     assert_eq!(arrivals.len(), 2);
     assert!(

@@ -33,38 +33,19 @@ pub struct Received {
     pub body: Bytes,
 }
 
-/// The server: its address and what it received.
+/// Where a server listens, and every request it received.
 #[derive(Clone)]
-pub struct TestServer {
+pub struct Counted {
     pub address: SocketAddr,
     received: Arc<Mutex<Vec<Received>>>,
 }
 
-impl TestServer {
-    /// Starts a server answering from `script`.
-    pub async fn start(
-        script: impl Fn(&Method, &str, usize) -> (u16, Vec<(&'static str, String)>)
-        + Send
-        + Sync
-        + 'static,
-    ) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap();
-        let received = Arc::new(Mutex::new(Vec::new()));
-        let script: Arc<Script> = Arc::new(script);
-        let log = received.clone();
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let (log, script) = (log.clone(), script.clone());
-                let service =
-                    service_fn(move |request| answer(log.clone(), script.clone(), request));
-                tokio::spawn(
-                    hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service),
-                );
-            }
-        });
-        TestServer { address, received }
+impl Counted {
+    fn new(address: SocketAddr) -> Self {
+        Counted {
+            address,
+            received: Arc::default(),
+        }
     }
 
     /// The URL of `path` on this server.
@@ -90,10 +71,56 @@ impl TestServer {
     pub fn received(&self) -> Vec<Received> {
         self.received.lock().unwrap().clone()
     }
+
+    /// Records a request that arrived `at`; says how many with its method and path came before.
+    fn record(&self, method: &Method, path: &str, at: Instant, body: Bytes) -> usize {
+        let mut log = self.received.lock().unwrap();
+        let nth = log
+            .iter()
+            .filter(|r| r.method == method && r.path == path)
+            .count();
+        log.push(Received {
+            method: method.clone(),
+            path: path.to_owned(),
+            at,
+            body,
+        });
+        nth
+    }
+}
+
+/// The server: its address and what it received.
+pub type TestServer = Counted;
+
+impl TestServer {
+    /// Starts a server answering from `script`.
+    pub async fn start(
+        script: impl Fn(&Method, &str, usize) -> (u16, Vec<(&'static str, String)>)
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let server = Counted::new(listener.local_addr().unwrap());
+        let script: Arc<Script> = Arc::new(script);
+        let log = server.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (log, script) = (log.clone(), script.clone());
+                let service =
+                    service_fn(move |request| answer(log.clone(), script.clone(), request));
+                tokio::spawn(
+                    hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service),
+                );
+            }
+        });
+        server
+    }
 }
 
 async fn answer(
-    log: Arc<Mutex<Vec<Received>>>,
+    log: Counted,
     script: Arc<Script>,
     request: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
@@ -106,20 +133,7 @@ async fn answer(
         .await
         .map(|b| b.to_bytes())
         .unwrap_or_default();
-    let nth = {
-        let mut log = log.lock().unwrap();
-        let nth = log
-            .iter()
-            .filter(|r| r.method == method && r.path == path)
-            .count();
-        log.push(Received {
-            method: method.clone(),
-            path: path.clone(),
-            at,
-            body,
-        });
-        nth
-    };
+    let nth = log.record(&method, &path, at, body);
     let (status, headers) = script(&method, &path, nth);
     let mut response = Response::builder().status(StatusCode::from_u16(status).unwrap());
     for (name, value) in headers {

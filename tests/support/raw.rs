@@ -3,9 +3,9 @@
 //! without answering, or send header bytes no well-behaved library would let it write.
 //! It counts what it received by method and path, like the hyper server beside it.
 
-use std::net::SocketAddr;
+use std::ops::Deref;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::Method;
@@ -13,7 +13,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
-use super::Received;
+use super::Counted;
 
 /// What the server does with one request it has read.
 #[derive(Clone, Debug)]
@@ -77,12 +77,20 @@ enum Behaviour {
     CloseBeforeReading,
 }
 
-/// The server: its address, what it received and how many connections it accepted.
+/// The server: its address, what it received (through `Deref`) and how many connections it
+/// accepted.
 #[derive(Clone)]
 pub struct RawServer {
-    pub address: SocketAddr,
-    received: Arc<Mutex<Vec<Received>>>,
+    counted: Counted,
     connections: Arc<AtomicUsize>,
+}
+
+impl Deref for RawServer {
+    type Target = Counted;
+
+    fn deref(&self) -> &Counted {
+        &self.counted
+    }
 }
 
 impl RawServer {
@@ -106,8 +114,7 @@ impl RawServer {
     async fn listen(behaviour: Behaviour) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let server = RawServer {
-            address: listener.local_addr().unwrap(),
-            received: Arc::default(),
+            counted: Counted::new(listener.local_addr().unwrap()),
             connections: Arc::default(),
         };
         let state = server.clone();
@@ -125,49 +132,9 @@ impl RawServer {
         server
     }
 
-    /// The URL of `path` on this server.
-    pub fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.address)
-    }
-
-    /// How many requests arrived with this method and path.
-    pub fn count(&self, method: &str, path: &str) -> usize {
-        self.arrivals(method, path).len()
-    }
-
-    /// When each request with this method and path arrived.
-    pub fn arrivals(&self, method: &str, path: &str) -> Vec<Instant> {
-        self.received()
-            .into_iter()
-            .filter(|r| r.method == method && r.path == path)
-            .map(|r| r.at)
-            .collect()
-    }
-
-    /// Every request, in order of arrival.
-    pub fn received(&self) -> Vec<Received> {
-        self.received.lock().unwrap().clone()
-    }
-
     /// How many connections were accepted.
     pub fn connections(&self) -> usize {
         self.connections.load(Ordering::SeqCst)
-    }
-
-    /// Logs a request; says how many with its method and path came before it.
-    fn log(&self, method: &Method, path: &str, body: Vec<u8>) -> usize {
-        let mut log = self.received.lock().unwrap();
-        let nth = log
-            .iter()
-            .filter(|r| r.method == method && r.path == path)
-            .count();
-        log.push(Received {
-            method: method.clone(),
-            path: path.to_owned(),
-            at: Instant::now(),
-            body: body.into(),
-        });
-        nth
     }
 
     async fn serve(self, mut stream: TcpStream, behaviour: Behaviour) {
@@ -175,7 +142,7 @@ impl RawServer {
         while let Some((method, path, body)) = read_request(&mut stream, &mut buffer).await {
             let reply = match &behaviour {
                 Behaviour::Logged(script) => {
-                    let nth = self.log(&method, &path, body);
+                    let nth = self.record(&method, &path, Instant::now(), body.into());
                     script(&method, &path, nth)
                 }
                 Behaviour::Unlogged(script) => script(&method, &path),
