@@ -293,7 +293,12 @@ where
                     }
                 }
                 StateProj::Readying => {
-                    ready!(this.service.poll_ready(cx)).map_err(Into::into)?;
+                    if let Err(error) = ready!(this.service.poll_ready(cx)) {
+                        // The attempt cannot be sent: a retry's caller gets what the last
+                        // attempt got, the first attempt's gets why.
+                        this.state.set(State::Done);
+                        return Poll::Ready(this.last.take().unwrap_or_else(|| Err(error.into())));
+                    }
                     let body = this
                         .next
                         .take()

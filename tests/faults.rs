@@ -97,10 +97,11 @@ async fn a_server_that_closes_before_reading_gets_one_post_and_four_gets() {
     assert_eq!(get_server.connections(), 4);
 }
 
-/// A server that answers an idempotent request's retry without a word: the layer's transient
-/// count ends it, each attempt is counted, and the last error is what the caller gets.
+/// A server that reads each request and closes the connection without a word: an idempotent
+/// request is tried the transient count, a POST once, and the last error is what the caller
+/// gets.
 #[tokio::test(start_paused = true)]
-async fn a_server_that_reads_and_never_answers_is_tried_the_transient_count() {
+async fn a_server_that_reads_then_closes_without_answering() {
     let server = RawServer::start(|_, _, _| Reply::CloseWithoutAnswer).await;
     let (put, _) = send(request("PUT", server.url("/silent"))).await;
     assert!(put.is_err());
@@ -226,14 +227,18 @@ async fn absurd_waits_are_returned_at_once_and_leave_the_gate_open() {
 /// to back) and retried, and what was read says nothing was read.
 #[tokio::test(start_paused = true)]
 async fn non_utf8_rate_limit_headers_are_no_instruction() {
-    let server = RawServer::start(|_, _, nth| match nth {
+    let script = |_: &http::Method, _: &str, nth: usize| match nth {
         0 => Reply::status(429)
             .header("retry-after", b"\xff\xfe\x80".to_vec())
             .header("ratelimit", b"\"default\";r=\xc3\x28;t=5".to_vec())
             .header("x-ratelimit-reset", b"1\xe2\x82\xac".to_vec()),
         _ => Reply::status(200),
-    })
-    .await;
+    };
+    let read = first_429(&RawServer::start(script).await, support::client()).await;
+    assert_eq!(read.retry_after(), None);
+    assert!(read.meters().is_empty(), "{read:?}");
+
+    let server = RawServer::start(script).await;
     let (response, _) = send(request("POST", server.url("/bytes"))).await;
     let response = response.unwrap();
     assert_eq!(response.status(), 200);
@@ -243,7 +248,7 @@ async fn non_utf8_rate_limit_headers_are_no_instruction() {
     assert!(gap >= SECOND / 4 && gap <= SECOND, "{gap:?}");
 }
 
-/// The first 429 as the layer saw it, through a client configured to accept `limits`.
+/// The first answer, a 429, as the layer read it (through a layer that only observes).
 async fn first_429(
     server: &RawServer,
     client: Client<HttpConnector, Full<Bytes>>,

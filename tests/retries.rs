@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use http::{Request, Response, StatusCode};
 use tokio::time::Instant;
-use tower::{BoxError, Service, ServiceExt};
+use tower::{BoxError, Layer, Service, ServiceExt};
 use tower_retry_after::{RateLimitInfo, RateLimitLayer};
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -311,4 +311,52 @@ async fn a_seeded_layer_draws_the_same_waits_every_run() {
     let first = gaps(7).await;
     assert_eq!(first, gaps(7).await);
     assert_ne!(first, gaps(8).await);
+}
+
+/// A service that stops being ready after its first call (a closed buffer, a failed pool).
+#[derive(Clone)]
+struct ReadyOnce<S> {
+    inner: S,
+    calls: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl<S: Service<Request<String>, Error = BoxError>> Service<Request<String>> for ReadyOnce<S> {
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = S::Future;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), BoxError>> {
+        if self.calls.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+            return std::task::Poll::Ready(Err("the service closed".into()));
+        }
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<String>) -> S::Future {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.call(request)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_the_service_cannot_take_returns_the_last_response() {
+    let script = Script::new([Ok(status(429, &[("retry-after", "1")]))]);
+    let service = ReadyOnce {
+        inner: script.service(),
+        calls: Arc::default(),
+    };
+    let response = RateLimitLayer::new()
+        .layer(service)
+        .oneshot(
+            Request::post("http://api.test/capture")
+                .body(String::new())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(script.attempts().len(), 1);
 }

@@ -11,7 +11,9 @@
 //!   the cap), nor before the reset of a meter a response reported spent (within the cap);
 //! - a retry never follows its answer back to back: at least the backoff's floor, and at least
 //!   the answer's own instruction;
-//! - a POST goes again only after a 429, or an answer that said `x-should-retry: true`;
+//! - a POST or PATCH goes again only after a 429, or an answer that said
+//!   `x-should-retry: true`; nothing goes again after `x-should-retry: false`;
+//! - an instruction over the cap ends its call at once;
 //! - no call waits beyond `max_wait` (plus the time its answers took, and a millisecond a wait
 //!   for the timer), nor makes more attempts than its counts allow;
 //! - nothing panics.
@@ -28,6 +30,10 @@ use tokio::time::Instant;
 use tower_layer::Layer;
 use tower_retry_after::{BoxError, RateLimitInfo, RateLimitLayer};
 use tower_service::Service;
+
+/// Stands for an HTTP-date three seconds after the answer's own `Date`, written when the
+/// answer is: the instruction is then exactly 3 s whatever the wall clock reads.
+const THREE_SECONDS_AFTER_DATE: &str = "<date + 3 s>";
 
 /// The least a guessed wait can be: half the default 500 ms base.
 const FLOOR: Duration = Duration::from_millis(250);
@@ -53,6 +59,12 @@ struct Attempt {
     headers: HeaderMap,
     /// When it was answered, by the wall clock the layer reads dates against.
     received: SystemTime,
+}
+
+/// When one call began and ended.
+struct Call {
+    started: Instant,
+    ended: Instant,
 }
 
 #[derive(Default)]
@@ -84,12 +96,21 @@ impl Service<Request<String>> for Scripted {
                 delay: Duration::ZERO,
             });
             tokio::time::sleep(answer.delay).await;
-            // A transport error carries no headers.
+            // A transport error carries no headers. The server's clock runs a second ahead of
+            // the client's, so a response never looks older than it is (its `Date` is whole
+            // seconds): countdowns read the same here and in the layer, whenever it reads them.
             let mut headers = HeaderMap::new();
             let received = SystemTime::now();
+            let date = received + Duration::from_secs(1);
             if answer.status.is_some() {
-                headers.insert("date", httpdate::fmt_http_date(received).parse().unwrap());
+                headers.insert("date", httpdate::fmt_http_date(date).parse().unwrap());
                 for (name, value) in &answer.headers {
+                    let value = match value.as_str() {
+                        THREE_SECONDS_AFTER_DATE => {
+                            httpdate::fmt_http_date(date + Duration::from_secs(3))
+                        }
+                        value => value.to_owned(),
+                    };
                     headers.append(*name, value.parse().unwrap());
                 }
             }
@@ -124,7 +145,7 @@ fn retry_after(byte: u8) -> String {
         7 => "-1".into(),
         8 => "soon".into(),
         9 => "99999999999999999999".into(),
-        10 => httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(3)),
+        10 => THREE_SECONDS_AFTER_DATE.into(),
         _ => "Fri, 31 Dec 9999 23:59:59 GMT".into(),
     }
 }
@@ -210,7 +231,7 @@ pub fn layer(data: &[u8]) {
         .start_paused(true)
         .build()
         .unwrap();
-    let mut took = Vec::new();
+    let mut calls_made = Vec::new();
     runtime.block_on(async {
         for call in 0..calls {
             shared.lock().unwrap().call = call;
@@ -224,23 +245,22 @@ pub fn layer(data: &[u8]) {
                 .await
                 .unwrap();
             let _ = service.call(request).await;
-            took.push(started.elapsed());
+            calls_made.push(Call {
+                started,
+                ended: Instant::now(),
+            });
         }
     });
     let shared = shared.lock().unwrap();
-    check(&shared.attempts, &method, cap, max_wait, &took);
+    check(&shared.attempts, &method, cap, max_wait, &calls_made);
 }
 
-fn check(
-    attempts: &[Attempt],
-    method: &Method,
-    cap: Duration,
-    max_wait: Duration,
-    took: &[Duration],
-) {
+fn check(attempts: &[Attempt], method: &Method, cap: Duration, max_wait: Duration, calls: &[Call]) {
+    let idempotent = !matches!(*method, Method::POST | Method::PATCH);
     for (index, attempt) in attempts.iter().enumerate() {
         let info = RateLimitInfo::from_headers(&attempt.headers, attempt.received);
-        let instruction = info.instructed_wait().filter(|wait| *wait <= cap);
+        let instructed = info.instructed_wait();
+        let instruction = instructed.filter(|wait| *wait <= cap);
         let later = &attempts[index + 1..];
         // A 429's window holds every later attempt, of any call.
         if attempt.status == Some(429) {
@@ -269,7 +289,16 @@ fn check(
                 }
             }
         }
-        let Some(retry) = later.first().filter(|next| next.call == attempt.call) else {
+        let retry = later.first().filter(|next| next.call == attempt.call);
+        // A wait over the cap ends the call at once, whatever the answer.
+        if instructed.is_some_and(|wait| wait > cap) {
+            assert!(
+                retry.is_none(),
+                "retried after {instructed:?}: {attempts:#?}"
+            );
+            assert_eq!(calls[attempt.call].ended, attempt.answered, "{attempts:#?}");
+        }
+        let Some(retry) = retry else {
             continue;
         };
         let least = instruction.unwrap_or_default().max(FLOOR);
@@ -278,25 +307,27 @@ fn check(
             "retried {:?} after an answer, at least {least:?} owed: {attempts:#?}",
             retry.arrived - attempt.answered
         );
-        if method == Method::POST {
-            let allowed = attempt.status == Some(429)
-                || attempt
-                    .headers
-                    .get("x-should-retry")
-                    .is_some_and(|v| v == "true");
+        let verdict = attempt.headers.get("x-should-retry");
+        assert!(
+            verdict.is_none_or(|verdict| verdict != "false"),
+            "retried though the server said not to: {attempts:#?}"
+        );
+        if !idempotent {
+            let allowed = attempt.status == Some(429) || verdict.is_some_and(|v| v == "true");
             assert!(
                 allowed,
-                "a POST sent again after {attempt:?}: {attempts:#?}"
+                "a {method} sent again after {attempt:?}: {attempts:#?}"
             );
         }
     }
-    for (call, took) in took.iter().enumerate() {
-        let mine: Vec<&Attempt> = attempts.iter().filter(|a| a.call == call).collect();
+    for (index, call) in calls.iter().enumerate() {
+        let mine: Vec<&Attempt> = attempts.iter().filter(|a| a.call == index).collect();
         let answering: Duration = mine.iter().map(|a| a.answered - a.arrived).sum();
         let timer = Duration::from_millis(mine.len() as u64 + 1);
+        let took = call.ended - call.started;
         assert!(
-            *took <= max_wait + answering + timer,
-            "call {call} took {took:?}: {attempts:#?}"
+            took <= max_wait + answering + timer,
+            "call {index} took {took:?}: {attempts:#?}"
         );
         assert!(mine.len() as u32 <= 1 + TRANSIENT_RETRIES + RATE_LIMITED_RETRIES);
     }

@@ -279,9 +279,11 @@ impl Gate {
 
     /// Folds in a quota reported by a request let through in `epoch`. A report from before the
     /// quota's epoch (a straggler from a window already over) is ignored; one whose reset is
-    /// clearly later starts a new window; one whose reset is clearly earlier speaks of another
-    /// meter, one with a shorter window, and holds only if it is tighter (a per-second quota
-    /// spent while the per-minute one still has room must hold the calls). Within one window
+    /// clearly later starts a new window; one whose reset is clearly earlier is a straggler
+    /// from the window before or another, shorter meter, and replaces the known quota only if
+    /// it says it is spent (a per-second quota spent while the per-minute one still has room
+    /// must hold the calls; one with room left must not make the gate forget the longer
+    /// window's count, which it would once its reset passed). Within one window
     /// the server's count only falls, so the lowest figure is the latest whatever order
     /// answers came back in, and, each reset being the server's rounded-up countdown read
     /// after it was written, the earliest reset is the closest to the truth; but a spent
@@ -299,7 +301,7 @@ impl Gate {
         let earlier = quota.reset_at + SAME_WINDOW < known.reset_at;
         let later = quota.reset_at > known.reset_at + SAME_WINDOW;
         self.quota = Some(if earlier {
-            if quota.remaining >= known.remaining {
+            if quota.remaining != 0 || known.remaining == 0 {
                 return;
             }
             quota
@@ -867,11 +869,18 @@ mod tests {
         // The per-second quota is now the binding one, and it is spent.
         gate.learn(quota(0, now + SECOND), now);
         assert_eq!(gate.closed_for(now), Some(SECOND));
-        // A shorter window with more room than the known one changes nothing.
+        // A shorter window with room left changes nothing, tighter or not: a straggler from
+        // the window before, or a meter not yet spent.
         let later = now + 2 * SECOND;
         gate.learn(quota(3, later + 50 * SECOND), later);
         gate.learn(quota(9, later + SECOND), later);
-        assert_eq!(gate.quota(later).map(|quota| quota.remaining), Some(3));
+        gate.learn(quota(1, later + SECOND), later);
+        let known = Quota {
+            remaining: 3,
+            reset_at: later + 50 * SECOND,
+        };
+        assert_eq!(gate.quota(later), Some(known));
+        assert_eq!(gate.quota(later + 2 * SECOND), Some(known));
     }
 
     #[test]
