@@ -279,11 +279,13 @@ impl Gate {
 
     /// Folds in a quota reported by a request let through in `epoch`. A report from before the
     /// quota's epoch (a straggler from a window already over) is ignored; one whose reset is
-    /// clearly later starts a new window; one whose reset is clearly earlier is a straggler
-    /// from the window before or another, shorter meter, and replaces the known quota only if
-    /// it says it is spent (a per-second quota spent while the per-minute one still has room
-    /// must hold the calls; one with room left must not make the gate forget the longer
-    /// window's count, which it would once its reset passed). Within one window
+    /// clearly later starts a new window, unless the known one is spent and it has room (a
+    /// spent window has not reset yet: that is another, longer meter, and the hold stays);
+    /// one whose reset is clearly earlier is a straggler from the window before or another,
+    /// shorter meter, and replaces the known quota only if it says it is spent (a per-second
+    /// quota spent while the per-minute one still has room must hold the calls; one with room
+    /// left must not make the gate forget the longer window's count, which it would once its
+    /// reset passed). Within one window
     /// the server's count only falls, so the lowest figure is the latest whatever order
     /// answers came back in, and, each reset being the server's rounded-up countdown read
     /// after it was written, the earliest reset is the closest to the truth; but a spent
@@ -300,12 +302,14 @@ impl Gate {
         }
         let earlier = quota.reset_at + SAME_WINDOW < known.reset_at;
         let later = quota.reset_at > known.reset_at + SAME_WINDOW;
-        self.quota = Some(if earlier {
-            if quota.remaining != 0 || known.remaining == 0 {
-                return;
-            }
-            quota
-        } else if later || epoch > self.quota_epoch {
+        let spent = known.remaining == 0;
+        // Another meter, or the window before, with room left: it neither lifts a spent
+        // window nor makes the gate forget a known count.
+        if (earlier && (quota.remaining != 0 || spent)) || (later && spent && quota.remaining != 0)
+        {
+            return;
+        }
+        self.quota = Some(if earlier || later || epoch > self.quota_epoch {
             quota
         } else {
             Quota {
@@ -859,6 +863,19 @@ mod tests {
         // An answer from earlier in the window, still with room, changes nothing.
         gate.learn(quota(2, now + 4 * SECOND), now);
         assert_eq!(gate.closed_for(now), Some(5 * SECOND));
+    }
+
+    #[test]
+    fn a_longer_meter_with_room_does_not_lift_a_spent_shorter_one() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        gate.learn(quota(0, now + SECOND), now);
+        gate.learn(quota(30, now + 50 * SECOND), now);
+        assert_eq!(gate.closed_for(now), Some(SECOND));
+        // Once the spent window is over, the longer one is learned afresh.
+        let later = now + 2 * SECOND;
+        gate.learn(quota(30, later + 50 * SECOND), later);
+        assert_eq!(gate.quota(later).map(|quota| quota.remaining), Some(30));
     }
 
     #[test]
