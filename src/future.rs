@@ -568,4 +568,51 @@ mod tests {
         let guessed = closure(true, Action::Return, None, None, &settings, 0.0);
         assert_eq!(guessed, Some(Duration::from_millis(250)));
     }
+
+    #[test]
+    fn a_rate_limited_outcome_closes_the_gate_for_the_wait_decided_a_transient_one_not_at_all() {
+        let settings = Settings::default();
+        let four = Duration::from_secs(4);
+        let decided = Decision {
+            wait: four,
+            reason: crate::budget::Reason::Guessed,
+            declined: None,
+        };
+        // Rate limited by the policy (a 503 it maps so), not a 429: closed for the wait decided.
+        assert_eq!(
+            closure(
+                false,
+                Action::RateLimited,
+                Some(&decided),
+                None,
+                &settings,
+                0.0
+            ),
+            Some(four)
+        );
+        // A 429 on a later retry, without an instruction: its own backoff, not the first guess.
+        assert_eq!(
+            closure(
+                true,
+                Action::RateLimited,
+                Some(&decided),
+                None,
+                &settings,
+                0.0
+            ),
+            Some(four)
+        );
+        // A transient retry (a 503) closes nothing: its backoff is the call's own.
+        assert_eq!(
+            closure(false, Action::Retry, Some(&decided), None, &settings, 0.0),
+            None
+        );
+    }
+
+    #[test]
+    fn a_policy_of_zero_requests_gives_no_pace() {
+        let none_allowed = info(&[("ratelimit-policy", r#""closed";q=0;w=60"#)]);
+        assert_eq!(none_allowed.meters()[0].limit(), Some(0));
+        assert_eq!(interval(&none_allowed), None);
+    }
 }

@@ -83,4 +83,15 @@ mod tests {
         assert!(values.iter().all(|unit| (0.0..1.0).contains(unit)));
         assert!(values.windows(2).any(|pair| pair[0] != pair[1]));
     }
+
+    /// Seeds that differ only in bits the call's multiplier has set must not share a stream.
+    #[test]
+    fn different_seeds_draw_different_values_at_every_call() {
+        for (a, b) in [(0, 1), (2, 3), (7, 8)] {
+            let (first, second) = (draws(&Jitter::seeded(a), 8), draws(&Jitter::seeded(b), 8));
+            for call in 0..8 {
+                assert_ne!(first[call], second[call], "seeds {a} and {b}, call {call}");
+            }
+        }
+    }
 }

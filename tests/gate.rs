@@ -580,3 +580,24 @@ async fn a_429_the_policy_returns_still_closes_the_gate() {
     let log = limiter.log();
     assert!(log[1].0 >= started + 30 * SECOND, "{log:?}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_transient_failure_never_closes_the_gate() {
+    let gates = Gates::new();
+    let inner = tower::service_fn(|_request: Request<String>| async {
+        Ok::<_, BoxError>(Response::builder().status(503).body(String::new()).unwrap())
+    });
+    let layer = RateLimitLayer::new().gates(gates.clone());
+    let call = tokio::spawn(layer.layer(inner).oneshot(request("api.test")));
+    for _ in 0..20 {
+        tokio::time::sleep(SECOND / 10).await;
+        let closed = gates.snapshot(&key()).and_then(|gate| gate.closed_for());
+        assert_eq!(closed, None, "a 503's backoff closed the gate");
+    }
+    let response = call.await.unwrap().unwrap();
+    assert_eq!(response.status(), 503, "three retries, then the last 503");
+    assert_eq!(
+        gates.snapshot(&key()).and_then(|gate| gate.closed_for()),
+        None
+    );
+}

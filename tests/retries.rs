@@ -5,6 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::{Request, Response, StatusCode};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 use tokio::time::Instant;
 use tower::{BoxError, Layer, Service, ServiceExt};
 use tower_retry_after::{RateLimitInfo, RateLimitLayer};
@@ -359,4 +361,79 @@ async fn a_retry_the_service_cannot_take_returns_the_last_response() {
         .unwrap();
     assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(script.attempts().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_ungated_call_still_sleeps_out_the_servers_wait() {
+    let script = Script::repeat(status(429, &[("retry-after", "2")]), 1);
+    let layer = RateLimitLayer::new().key(|_: &http::request::Parts| None);
+    call(layer, &script, "POST").await.unwrap();
+    let gap = script.gaps()[0];
+    assert!(
+        gap >= 2 * SECOND && gap <= 2 * SECOND + SECOND / 5,
+        "{gap:?}"
+    );
+}
+
+/// An inner service that must be polled ready before every call, as tower lets a service
+/// demand (a concurrency limit holds a permit from `poll_ready` to `call`); a clone starts
+/// unready, as a permit-holding service's clone does. Counts its `poll_ready`s.
+struct Strict<S> {
+    inner: S,
+    ready: bool,
+    polls: Arc<AtomicUsize>,
+}
+
+impl<S: Clone> Clone for Strict<S> {
+    fn clone(&self) -> Self {
+        Strict {
+            inner: self.inner.clone(),
+            ready: false,
+            polls: self.polls.clone(),
+        }
+    }
+}
+
+impl<S: Service<Request<String>>> Service<Request<String>> for Strict<S> {
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.polls.fetch_add(1, Ordering::SeqCst);
+        let ready = self.inner.poll_ready(cx);
+        self.ready = matches!(ready, Poll::Ready(Ok(())));
+        ready
+    }
+
+    fn call(&mut self, request: Request<String>) -> S::Future {
+        assert!(
+            std::mem::take(&mut self.ready),
+            "called without being polled ready"
+        );
+        self.inner.call(request)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_retry_polls_its_service_ready_and_the_first_attempt_uses_the_callers() {
+    let script = Script::new([Err("connection reset"), Ok(status(503, &[]))]);
+    let polls = Arc::new(AtomicUsize::new(0));
+    let inner = Strict {
+        inner: script.service(),
+        ready: false,
+        polls: polls.clone(),
+    };
+    let mut service = tower::Layer::layer(&RateLimitLayer::new(), inner);
+    let request = Request::get("http://api.test/items")
+        .body(String::new())
+        .unwrap();
+    let response = service.ready().await.unwrap().call(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(script.attempts().len(), 3);
+    assert_eq!(
+        polls.load(Ordering::SeqCst),
+        3,
+        "one poll_ready per attempt: the caller's for the first, the call's for each retry"
+    );
 }

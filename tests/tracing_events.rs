@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use http::{Request, Response};
+use std::time::Duration;
 use tower::{Layer, Service, ServiceExt};
 use tower_retry_after::RateLimitLayer;
 use tracing::field::{Field, Visit};
@@ -96,4 +97,46 @@ async fn a_declined_wait_is_an_event_too_with_the_reason_it_was_declined() {
         "{:?}",
         events[1]
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_that_meets_a_closed_gate_says_so() {
+    let events = Events::default();
+    let _guard = tracing::subscriber::set_default(
+        tracing_subscriber::registry().with(Capture(events.clone())),
+    );
+    let answered = Arc::new(Mutex::new(0));
+    let inner = tower::service_fn(move |_request: Request<String>| {
+        let answered = answered.clone();
+        async move {
+            let mut count = answered.lock().unwrap();
+            let response = match *count {
+                0 => Response::builder().status(429).header("retry-after", "2"),
+                _ => Response::builder().status(200),
+            };
+            *count += 1;
+            Ok::<_, tower::BoxError>(response.body(String::new()).unwrap())
+        }
+    });
+    let layer = RateLimitLayer::new();
+    let request = || {
+        Request::post("https://api.test:8443/v1/charges")
+            .body(String::new())
+            .unwrap()
+    };
+    let first = tokio::spawn(layer.layer(inner.clone()).oneshot(request()));
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    layer.layer(inner).oneshot(request()).await.unwrap();
+    first.await.unwrap().unwrap();
+
+    let events = events.lock().unwrap().clone();
+    let at_gate: Vec<_> = events
+        .iter()
+        .filter(|event| event["reason"] == "Gate")
+        .collect();
+    assert_eq!(at_gate.len(), 1, "{events:#?}");
+    assert_eq!(at_gate[0]["key"], "https://api.test:8443");
+    assert_eq!(at_gate[0]["will_retry"], "true");
+    let wait: u64 = at_gate[0]["wait_ms"].parse().unwrap();
+    assert!((1900..=2200).contains(&wait), "{wait}");
 }

@@ -439,3 +439,35 @@ fn every_vector_reads_as_the_design_decides() {
         .collect();
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }
+
+#[test]
+fn a_response_is_empty_only_when_it_said_nothing_about_limits() {
+    let read = |pairs: &[(&'static str, &'static str)]| {
+        let mut headers = HeaderMap::new();
+        for (name, value) in pairs {
+            headers.append(*name, HeaderValue::from_static(value));
+        }
+        RateLimitInfo::from_headers(&headers, at(NOW))
+    };
+    assert!(read(&[]).is_empty());
+    assert!(read(&[("content-type", "text/plain")]).is_empty());
+    assert!(
+        read(&[("retry-after", "0")]).is_empty(),
+        "zero is no instruction"
+    );
+    assert!(
+        !read(&[("retry-after", "5")]).is_empty(),
+        "an instruction alone"
+    );
+    assert!(
+        !read(&[("x-ratelimit-remaining", "3")]).is_empty(),
+        "a meter alone"
+    );
+    assert!(
+        !read(&[
+            ("retry-after", "5"),
+            ("ratelimit", "limit=10, remaining=0, reset=5")
+        ])
+        .is_empty()
+    );
+}

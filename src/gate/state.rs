@@ -1003,4 +1003,172 @@ mod tests {
         assert!(!gate.is_idle(now + SECOND + PROBE_MEMORY - MS));
         assert!(gate.is_idle(now + SECOND + PROBE_MEMORY));
     }
+
+    #[test]
+    fn a_call_not_respecting_the_quota_still_counts_in_flight() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let first = gate.come(now).unwrap();
+        gate.answered(first, quota(2, now + 10 * SECOND), now);
+        let out: Vec<Admission> = (0..2).map(|_| gate.arrive(now, false).unwrap()).collect();
+        assert_eq!(gate.in_flight(), 2);
+        assert!(
+            gate.come(now).is_err(),
+            "both units left are taken by the calls out"
+        );
+        for admission in out {
+            gate.answered(admission, HEALTHY, now);
+        }
+        assert_eq!(gate.in_flight(), 0);
+    }
+
+    #[test]
+    fn a_waiter_the_gate_does_not_know_goes_and_is_counted() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let (_, waker) = waker();
+        let admission = gate.poll_waiter(7, now, &waker).unwrap();
+        assert!(admission.counted);
+        assert_eq!(gate.in_flight(), 1);
+        gate.answered(admission, HEALTHY, now);
+        assert_eq!(gate.in_flight(), 0);
+    }
+
+    #[test]
+    fn the_gate_is_open_at_the_instant_its_closure_ends() {
+        let now = Instant::now();
+        let gate = closed_gate(now, 2 * SECOND);
+        assert_eq!(gate.closed_for(now + 2 * SECOND - MS), Some(MS));
+        assert_eq!(gate.closed_for(now + 2 * SECOND), None);
+    }
+
+    #[test]
+    fn a_closure_already_over_owes_no_probe() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        gate.learn(closed(now), now);
+        assert_eq!(gate.closed_for(now), None);
+        assert!(
+            !gate.come(now).unwrap().probe,
+            "the gate never closed: nothing to probe"
+        );
+    }
+
+    #[test]
+    fn a_quota_whose_window_ends_now_changes_nothing() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        gate.learn(quota(5, now + SECOND), now);
+        gate.learn(quota(0, now), now);
+        assert_eq!(gate.quota(now).map(|quota| quota.remaining), Some(5));
+    }
+
+    #[test]
+    fn at_its_reset_a_window_is_over_and_the_next_report_starts_a_new_one() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        gate.learn(quota(1, now + SECOND), now);
+        let reset = now + SECOND;
+        gate.learn(quota(9, reset + SECOND), reset);
+        assert_eq!(gate.quota(reset).map(|quota| quota.remaining), Some(9));
+    }
+
+    #[test]
+    fn resets_two_seconds_apart_are_one_window() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        gate.learn(quota(5, now + 10 * SECOND), now);
+        let merged = Quota {
+            remaining: 3,
+            reset_at: now + 8 * SECOND,
+        };
+        // Two seconds earlier: the same window; the lowest figure and the earliest reset.
+        gate.learn(quota(3, now + 8 * SECOND), now);
+        assert_eq!(gate.quota(now), Some(merged));
+        // Two seconds later: still the same window.
+        gate.learn(quota(7, now + 10 * SECOND), now);
+        assert_eq!(gate.quota(now), Some(merged));
+    }
+
+    #[test]
+    fn a_report_with_room_more_than_two_seconds_earlier_is_a_straggler() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        gate.learn(quota(5, now + 10 * SECOND), now);
+        gate.learn(quota(3, now + 7 * SECOND), now);
+        assert_eq!(gate.quota(now).map(|quota| quota.remaining), Some(5));
+    }
+
+    #[test]
+    fn a_report_from_after_a_closure_replaces_the_quota_from_before_it() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        gate.learn(quota(1, now + 10 * SECOND), now);
+        gate.learn(closed(now + SECOND), now);
+        let open = now + SECOND;
+        let probe = gate.come(open).unwrap();
+        assert!(probe.probe);
+        gate.answered(probe, quota(5, now + 10 * SECOND), open);
+        assert_eq!(gate.quota(open).map(|quota| quota.remaining), Some(5));
+    }
+
+    #[test]
+    fn a_quota_is_over_at_its_reset() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        gate.learn(quota(5, now + SECOND), now);
+        assert!(gate.quota(now + SECOND - MS).is_some());
+        assert_eq!(gate.quota(now + SECOND), None);
+    }
+
+    /// Through the layer an extra epoch cannot be seen; this pins the invariant here.
+    #[test]
+    fn a_closure_that_does_not_move_the_reopening_is_not_a_new_one() {
+        let now = Instant::now();
+        let mut gate = closed_gate(now, SECOND);
+        let (_, waker) = waker();
+        let id = gate.come(now).unwrap_err();
+        // Another 429 naming the same instant (or a shared store repeating the closure).
+        gate.learn(closed(now + SECOND), now);
+        let (probe, _) = gate.go(id, now, &waker);
+        assert!(probe.probe);
+        assert_eq!(probe.epoch, 1, "one closure, one epoch");
+    }
+
+    #[test]
+    fn a_lone_probe_holds_the_calls_that_arrive_while_it_is_out() {
+        let now = Instant::now();
+        let mut gate = closed_gate(now, SECOND);
+        let open = now + SECOND;
+        let probe = gate.come(open).unwrap();
+        assert!(probe.probe);
+        assert!(
+            gate.come(open).is_err(),
+            "nobody goes while the probe is out"
+        );
+        gate.answered(probe, HEALTHY, open);
+    }
+
+    #[test]
+    fn with_a_known_policy_calls_that_came_during_a_lone_probe_leave_at_its_rate() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let (_, waker) = waker();
+        let first = gate.come(now).unwrap();
+        let refusal = Report {
+            interval: Some(100 * MS),
+            ..closed(now + SECOND)
+        };
+        gate.answered(first, refusal, now);
+        let open = now + SECOND;
+        let probe = gate.come(open).unwrap();
+        assert!(probe.probe, "nobody waited: the probe leaves no backlog");
+        let ids: Vec<u64> = (0..3).map(|_| gate.come(open).unwrap_err()).collect();
+        gate.answered(probe, HEALTHY, open);
+        assert_eq!(
+            gate.poll_waiter(ids[0], open, &waker),
+            Err(Some(open + 100 * MS)),
+            "paced at the policy's rate, not all at once"
+        );
+    }
 }

@@ -427,4 +427,30 @@ mod tests {
             prop_assert!(ours.is_none() || ours == httpdate::parse_http_date(&text).ok(), "{}", text);
         }
     }
+
+    #[test]
+    fn impossible_dates_are_refused_even_with_the_weekday_they_roll_into() {
+        for text in [
+            // 31 Nov 2023 would be Fri 1 Dec 2023.
+            "Fri, 31 Nov 2023 22:13:20 GMT",
+            // 2023 is no leap year: 29 Feb would be Wed 1 Mar 2023.
+            "Wed, 29 Feb 2023 22:13:20 GMT",
+            // 2100 is no leap year (divisible by 100, not by 400): Mon 1 Mar 2100.
+            "Mon, 29 Feb 2100 22:13:20 GMT",
+            // Minute 60 would be 23:00:20 the same Tuesday.
+            "Tue, 14 Nov 2023 22:60:20 GMT",
+        ] {
+            assert_eq!(imf_fixdate(text), None, "{text}");
+            assert_eq!(parse_http_date(text), None, "{text}");
+        }
+        // The leap days that exist.
+        assert_eq!(
+            imf_fixdate("Thu, 29 Feb 2024 22:13:20 GMT"),
+            Some(at(1_709_244_800))
+        );
+        assert_eq!(
+            imf_fixdate("Tue, 29 Feb 2000 00:00:00 GMT"),
+            Some(at(951_782_400))
+        );
+    }
 }

@@ -721,4 +721,47 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn a_dictionary_naming_any_one_key_is_read() {
+        for (field, dictionary) in [
+            (
+                "limit=10",
+                Dictionary {
+                    limit: Some(10),
+                    ..Dictionary::default()
+                },
+            ),
+            (
+                "remaining=5",
+                Dictionary {
+                    remaining: Some(5),
+                    ..Dictionary::default()
+                },
+            ),
+            (
+                "reset=3",
+                Dictionary {
+                    reset: Some(3),
+                    ..Dictionary::default()
+                },
+            ),
+        ] {
+            assert_eq!(parse_dictionary(field), Some(dictionary), "{field}");
+        }
+    }
+
+    /// Twelve integer digits are the most a Decimal may have, and allowed; `/` is a base64
+    /// symbol. The sfv differential proptests reach these only rarely.
+    #[test]
+    fn boundary_values_of_the_bare_items_are_accepted() {
+        for field in [
+            r#""a";x=123456789012.5"#,
+            r#""a";x=-123456789012.125"#,
+            r#""a";pk=:ab/+:"#,
+            r#""a";pk=:/w==:"#,
+        ] {
+            assert!(parse_list(field).is_some(), "{field}");
+        }
+    }
 }

@@ -192,3 +192,56 @@ pub trait PolicyExt: Sized {
 }
 
 impl<P> PolicyExt for P {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get() -> Parts {
+        http::Request::get("http://api.test/")
+            .body(())
+            .unwrap()
+            .into_parts()
+            .0
+    }
+
+    fn classify(policy: &mut impl Policy<String, ()>, status: u16) -> Action {
+        let response = Response::builder().status(status).body(()).unwrap();
+        policy.classify(&get(), Outcome::Response(&response))
+    }
+
+    fn copies(policy: &impl Policy<String, ()>) -> Option<String> {
+        policy.clone_body(&"payload".to_owned())
+    }
+
+    fn always(action: Action) -> impl Policy<String, ()> + Clone {
+        classify_fn(move |_: &Parts, _: Outcome<'_, ()>| action)
+    }
+
+    #[test]
+    fn and_lets_the_second_policy_veto_but_not_decide() {
+        let mut vetoed = StatusPolicy::new().and(always(Action::Return));
+        assert_eq!(classify(&mut vetoed, 503), Action::Return, "the veto");
+        let mut agreed = StatusPolicy::new().and(always(Action::RateLimited));
+        assert_eq!(
+            classify(&mut agreed, 503),
+            Action::Retry,
+            "the first decides"
+        );
+        assert_eq!(classify(&mut agreed, 200), Action::Return);
+    }
+
+    #[test]
+    fn combined_and_boxed_policies_copy_a_body_with_whichever_can() {
+        let replays = StatusPolicy::new;
+        let never = || always(Action::Retry);
+        assert_eq!(copies(&replays().and(never())).as_deref(), Some("payload"));
+        assert_eq!(copies(&never().and(replays())).as_deref(), Some("payload"));
+        assert_eq!(copies(&replays().or(never())).as_deref(), Some("payload"));
+        assert_eq!(copies(&never().or(replays())).as_deref(), Some("payload"));
+        assert_eq!(copies(&never().and(never())), None);
+        assert_eq!(copies(&never().or(never())), None);
+        let boxed: Box<dyn Policy<String, ()>> = Box::new(replays());
+        assert_eq!(copies(&boxed).as_deref(), Some("payload"));
+    }
+}

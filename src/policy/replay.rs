@@ -128,4 +128,54 @@ mod tests {
             Empty::new().boxed_unsync();
         assert!(unsync_empty.replay().is_some());
     }
+
+    /// A body whose only sign of being empty is one of the two.
+    struct Says {
+        ended: bool,
+        exact_zero: bool,
+    }
+
+    impl Body for Says {
+        type Data = Bytes;
+        type Error = std::convert::Infallible;
+
+        fn poll_frame(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+            std::task::Poll::Ready(None)
+        }
+
+        fn is_end_stream(&self) -> bool {
+            self.ended
+        }
+
+        fn size_hint(&self) -> http_body::SizeHint {
+            if self.exact_zero {
+                http_body::SizeHint::with_exact(0)
+            } else {
+                http_body::SizeHint::default()
+            }
+        }
+    }
+
+    #[test]
+    fn a_boxed_body_is_empty_by_either_sign() {
+        for (ended, exact_zero) in [(true, false), (false, true)] {
+            let body = Says { ended, exact_zero }.boxed();
+            assert!(
+                body.replay().is_some(),
+                "ended {ended}, exact zero {exact_zero}"
+            );
+        }
+        let unknown = Says {
+            ended: false,
+            exact_zero: false,
+        }
+        .boxed_unsync();
+        assert!(
+            unknown.replay().is_none(),
+            "a body that may hold more is not replayed"
+        );
+    }
 }
