@@ -863,6 +863,9 @@ mod tests {
         // An answer from earlier in the window, still with room, changes nothing.
         gate.learn(quota(2, now + 4 * SECOND), now);
         assert_eq!(gate.closed_for(now), Some(5 * SECOND));
+        // A later reset that says spent moves the hold out.
+        gate.learn(quota(0, now + 6 * SECOND), now);
+        assert_eq!(gate.closed_for(now), Some(6 * SECOND));
     }
 
     #[test]
