@@ -230,3 +230,32 @@ fn countdown(reset: u64, clock: &ResponseClock) -> Duration {
         nanos: 0,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(by_name: &mut ByName<'static>, readings: &mut Vec<Reading<'static>>, n: usize) {
+        by_name.add(readings, Cow::Owned(format!("q{n}")), Reading::default());
+    }
+
+    /// The index only changes how names are found, so no reading shows whether it was built:
+    /// this pins that it is, once the names after `first` pass the linear search's limit.
+    #[test]
+    fn names_are_indexed_once_there_are_more_than_a_linear_search_should_scan() {
+        let mut readings = vec![Reading::default(); 3];
+        let mut by_name = ByName::starting_at(readings.len());
+        for n in 0..ByName::LINEAR_UP_TO {
+            named(&mut by_name, &mut readings, n);
+        }
+        assert!(
+            by_name.index.is_empty(),
+            "sixteen names are searched in turn"
+        );
+        named(&mut by_name, &mut readings, ByName::LINEAR_UP_TO);
+        assert_eq!(by_name.index.len(), ByName::LINEAR_UP_TO + 1);
+        // Found through the index: folded in, not added.
+        named(&mut by_name, &mut readings, 0);
+        assert_eq!(readings.len(), 3 + ByName::LINEAR_UP_TO + 1);
+    }
+}
