@@ -331,4 +331,27 @@ mod tests {
         headers.insert("x-rate-limit-reset", http::HeaderValue::from_static("1"));
         assert!(Fields::new(&headers).has_rate_limit_fields());
     }
+
+    #[test]
+    fn fields_know_which_are_present_and_which_have_several_lines() {
+        let mut headers = HeaderMap::new();
+        headers.append("retry-after", HeaderValue::from_static("5"));
+        headers.append("ratelimit", HeaderValue::from_static("\"a\";r=1;t=2"));
+        headers.append("ratelimit", HeaderValue::from_static("\"b\";r=3;t=4"));
+        let fields = Fields::new(&headers);
+        assert!(fields.has_any(&[Name::RateLimitPolicy, Name::RetryAfter]));
+        assert!(!fields.has_any(&[Name::RateLimitPolicy, Name::XRateLimitReset]));
+        assert!(fields.is_repeated(Name::RateLimit));
+        assert!(!fields.is_repeated(Name::RetryAfter));
+        assert!(!fields.is_repeated(Name::RateLimitPolicy));
+        // A field on one line is read from where it was found, without searching the map.
+        assert!(matches!(
+            fields.values(Name::RetryAfter),
+            Values::Single(Some(_))
+        ));
+        assert!(matches!(
+            fields.values(Name::RateLimit),
+            Values::Repeated(_)
+        ));
+    }
 }
