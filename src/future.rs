@@ -157,7 +157,7 @@ where
             match this.state.as_mut().project() {
                 StateProj::Entering => {
                     let now = Instant::now();
-                    let first = this.budget.retries() == 0 && this.last.is_none();
+                    let first = this.budget.retries() == 0;
                     match this.gate.enter(now, this.budget, this.settings) {
                         // The first attempt goes on the service the caller polled ready.
                         Entry::Go if first => {
