@@ -266,22 +266,24 @@ where
                     let since = *since;
                     let now = Instant::now();
                     let deadline = after(since, this.budget.time_left(this.settings));
-                    if now >= deadline {
-                        // The budget is spent, whatever the gate would say now.
-                        this.gate.place = None;
-                        this.budget.add_wait(deadline - since);
-                        let throttled = this.gate.throttled(now);
-                        trace_gate(this.gate, this.request, this.budget, Some(&throttled));
-                        this.state.set(State::Done);
-                        return Poll::Ready(give_up(this.last.take(), throttled));
-                    }
                     let place = this.gate.place.as_mut().expect("waiting holds a place");
+                    // Asked before the deadline is checked: a gate that opens at the very
+                    // instant the budget ends lets the call go, as entering promised.
                     match place.poll(now, cx.waker()) {
                         Ok(pass) => {
                             this.gate.place = None;
                             this.gate.pass = Some(pass);
                             this.budget.add_wait(now - since);
                             this.state.set(State::Readying);
+                        }
+                        Err(_) if now >= deadline => {
+                            // The budget is spent, whatever the gate would say later.
+                            this.gate.place = None;
+                            this.budget.add_wait(deadline - since);
+                            let throttled = this.gate.throttled(now);
+                            trace_gate(this.gate, this.request, this.budget, Some(&throttled));
+                            this.state.set(State::Done);
+                            return Poll::Ready(give_up(this.last.take(), throttled));
                         }
                         Err(look_again) => {
                             let wake = look_again.map_or(deadline, |at| at.min(deadline));

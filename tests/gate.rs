@@ -601,3 +601,93 @@ async fn a_transient_failure_never_closes_the_gate() {
         None
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_call_whose_budget_covers_the_closure_exactly_waits_it_out() {
+    // A 429 returned to its caller: it closes the gate for 300 s and nobody waits there.
+    let refusal = vec![
+        ("retry-after", "300".to_owned()),
+        ("x-should-retry", "false".to_owned()),
+    ];
+    let limiter = Limiter::new(Model::ClosedUntil(Instant::now()), Headers::RetryAfter)
+        .scripted(vec![(429, refusal)]);
+    let gates = Gates::new();
+    let patient = RateLimitLayer::new()
+        .gates(gates.clone())
+        .retry_after_cap(Duration::from_secs(600))
+        .max_wait(Duration::from_secs(1200));
+    assert_eq!(statuses(spawn_calls(&patient, &limiter, 1)).await, [429]);
+    let closed_for = gates.snapshot(&key()).and_then(|gate| gate.closed_for());
+    // The default budget, 120 s, is then exactly what is left of the closure.
+    tokio::time::advance(closed_for.unwrap() - 120 * SECOND).await;
+    let opens = Instant::now() + 120 * SECOND;
+    let exact = RateLimitLayer::new().gates(gates.clone());
+    let response = exact
+        .layer(limiter.clone())
+        .oneshot(request("api.test"))
+        .await;
+    assert_eq!(response.unwrap().status(), 200);
+    let log = limiter.log();
+    assert_eq!(log.len(), 2);
+    let timer = Duration::from_millis(1);
+    assert!(
+        log[1].0 >= opens && log[1].0 <= opens + timer,
+        "sent the moment the gate opened: {:?} after",
+        log[1].0 - opens
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_snapshot_reads_the_keys_meters_aged_to_now() {
+    // Answers from the back: first three left, then none.
+    let fields = Arc::new(Mutex::new(vec!["\"d\";r=0;t=10", "\"d\";r=3;t=10"]));
+    let service = tower::service_fn(move |_request: Request<String>| {
+        let field = fields.lock().unwrap().pop().expect("two answers");
+        async move {
+            let response = Response::builder().header("ratelimit", field);
+            Ok::<_, BoxError>(response.body(String::new()).unwrap())
+        }
+    });
+    let gates = Gates::new();
+    assert!(gates.is_empty());
+    let gated = RateLimitLayer::new().gates(gates.clone()).layer(service);
+    gated.clone().oneshot(request("api.test")).await.unwrap();
+    assert_eq!(gates.len(), 1);
+    assert!(!gates.is_empty());
+
+    tokio::time::sleep(4 * SECOND).await;
+    let room = gates.snapshot(&key()).unwrap();
+    assert_eq!(room.remaining(), Some(3));
+    assert_eq!(
+        room.reset_in(),
+        Some(6 * SECOND),
+        "aged by the four seconds"
+    );
+    assert!(!room.is_exhausted());
+    assert_eq!(room.closed_for(), None);
+
+    gated.oneshot(request("api.test")).await.unwrap();
+    let spent = gates.snapshot(&key()).unwrap();
+    assert_eq!(spent.remaining(), Some(0));
+    assert_eq!(spent.reset_in(), Some(10 * SECOND));
+    assert!(spent.is_exhausted());
+    assert_eq!(spent.closed_for(), Some(10 * SECOND));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_first_call_on_a_key_is_counted_while_it_is_out() {
+    let service = tower::service_fn(|_request: Request<String>| async {
+        tokio::time::sleep(SECOND).await;
+        Ok::<_, BoxError>(Response::new(String::new()))
+    });
+    let gates = Gates::new();
+    let gated = RateLimitLayer::new().gates(gates.clone()).layer(service);
+    let call = tokio::spawn(gated.oneshot(request("api.test")));
+    tokio::time::sleep(SECOND / 10).await;
+    let gate = gates
+        .snapshot(&key())
+        .expect("the key has a gate from its first call");
+    assert_eq!(gate.in_flight(), 1);
+    call.await.unwrap().unwrap();
+    assert_eq!(gates.snapshot(&key()).map_or(0, |gate| gate.in_flight()), 0);
+}
