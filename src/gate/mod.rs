@@ -444,3 +444,105 @@ impl Drop for Place {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    /// A table of `idle` gates that remember nothing and `busy` ones that each hold a call.
+    fn table(idle: usize, busy: usize, now: Instant) -> Table {
+        let mut table = Table::default();
+        for n in 0..idle {
+            table
+                .gates
+                .insert(Key::named(format!("idle{n}")), Gate::new());
+        }
+        for n in 0..busy {
+            let mut gate = Gate::new();
+            gate.arrive(now, true).unwrap();
+            table.gates.insert(Key::named(format!("busy{n}")), gate);
+        }
+        table
+    }
+
+    fn closed_gate(now: Instant) -> Gate {
+        let mut gate = Gate::new();
+        let report = Report {
+            refused: true,
+            closed_until: Some(now + SECOND),
+            ..Report::default()
+        };
+        gate.learn(report, now);
+        gate
+    }
+
+    #[test]
+    fn a_table_below_capacity_takes_a_key_without_sweeping() {
+        let now = Instant::now();
+        let mut table = table(3, 0, now);
+        assert!(table.make_room(now, 4, false));
+        assert_eq!((table.gates.len(), table.turned_away), (3, 0));
+    }
+
+    #[test]
+    fn a_full_table_sweeps_idle_gates_once_per_eighth_of_its_capacity_turned_away() {
+        let now = Instant::now();
+        let mut table = table(14, 2, now);
+        assert!(!table.make_room(now, 16, false), "full: turned away");
+        assert_eq!((table.gates.len(), table.turned_away), (16, 1));
+        assert!(table.make_room(now, 16, false), "the second of two: swept");
+        assert_eq!((table.gates.len(), table.turned_away), (2, 0));
+    }
+
+    #[test]
+    fn for_a_closure_a_full_table_sweeps_at_once_and_then_forgets_a_gate_holding_no_call() {
+        let now = Instant::now();
+        let mut swept = table(1, 3, now);
+        assert!(swept.make_room(now, 4, true));
+        assert_eq!(
+            swept.gates.len(),
+            3,
+            "the idle gate went; the busy ones stay"
+        );
+
+        let mut spare = table(0, 3, now);
+        spare.gates.insert(Key::named("closed"), closed_gate(now));
+        assert!(spare.make_room(now, 4, true));
+        assert_eq!(spare.gates.len(), 3);
+        assert!(!spare.gates.contains_key(&Key::named("closed")));
+    }
+
+    #[test]
+    fn a_table_whose_every_gate_holds_a_call_has_no_room_even_for_a_closure() {
+        let now = Instant::now();
+        let mut table = table(0, 4, now);
+        assert!(!table.make_room(now, 4, true));
+        assert_eq!(table.gates.len(), 4);
+    }
+
+    #[test]
+    fn a_new_key_is_remembered_only_when_its_report_gives_it_something_to_remember() {
+        let now = Instant::now();
+        let closure = Report {
+            refused: true,
+            closed_until: Some(now + SECOND),
+            ..Report::default()
+        };
+        let mut table = Table::default();
+        let quiet = Report::default();
+        table.answered(&Key::named("quiet"), Admission::UNCOUNTED, quiet, now, 4);
+        table.learn(&Key::named("told quiet"), quiet, now, 4);
+        assert!(table.gates.is_empty());
+        table.answered(
+            &Key::named("refused"),
+            Admission::UNCOUNTED,
+            closure,
+            now,
+            4,
+        );
+        table.learn(&Key::named("told refused"), closure, now, 4);
+        assert_eq!(table.gates.len(), 2);
+    }
+}

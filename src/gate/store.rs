@@ -204,4 +204,36 @@ mod tests {
         store.merge(&Key::named("a"), quota(0, now + 60 * SECOND));
         assert_eq!(store.load(&Key::named("a")).unwrap().quota.unwrap().0, 0);
     }
+
+    #[test]
+    fn a_window_is_over_at_the_instant_it_names() {
+        let now = SystemTime::now();
+        let closed = Window {
+            closed_until: Some(now),
+            quota: None,
+        };
+        assert!(!closed.is_current(now));
+        assert!(!quota(3, now).is_current(now));
+        assert!(quota(3, now + SECOND).is_current(now));
+        assert_eq!(
+            quota(0, now).merged(quota(5, now + SECOND), now).quota,
+            Some((5, now + SECOND)),
+            "a spent window ending now does not hold the next one"
+        );
+    }
+
+    #[test]
+    fn a_full_memory_store_forgets_windows_that_are_over_to_take_a_new_key() {
+        let store = MemoryStore::with_capacity(1);
+        let now = SystemTime::now();
+        store.merge(&Key::named("a"), quota(1, now + 60 * SECOND));
+        // Stored directly: a window that was current when stored and is over now.
+        store
+            .windows
+            .lock()
+            .unwrap()
+            .insert(Key::named("a"), quota(1, now - SECOND));
+        store.merge(&Key::named("b"), quota(2, now + 60 * SECOND));
+        assert_eq!(store.load(&Key::named("b")).unwrap().quota.unwrap().0, 2);
+    }
 }
