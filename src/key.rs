@@ -240,4 +240,34 @@ mod tests {
         );
         assert_eq!(format!("{:?}", Key::named("x")), "Key(x)");
     }
+
+    /// A fingerprint only sorts keys into buckets: two that share one are still told apart by
+    /// what they name.
+    #[test]
+    fn keys_sharing_a_fingerprint_are_still_told_apart() {
+        let forged = |key: Key, hash: u64| Key { hash, ..key };
+        let a = Key::named("a");
+        assert_ne!(a, forged(Key::named("b"), a.hash));
+        let https = Key::origin(&parts("https://api.test/", None)).unwrap();
+        let http = Key::origin(&parts("http://api.test/", None)).unwrap();
+        let other = Key::origin(&parts("https://api.other/", None)).unwrap();
+        assert_ne!(https, forged(http, https.hash), "another scheme");
+        assert_ne!(https, forged(other, https.hash), "another authority");
+        assert_ne!(a, forged(https.clone(), a.hash), "a name is not an origin");
+        assert_eq!(https, forged(https.clone(), https.hash));
+    }
+
+    #[test]
+    fn maps_of_keys_hash_by_the_fingerprint_and_fold_in_any_other_bytes() {
+        use std::hash::BuildHasher;
+        let key = Key::named("tenant-1");
+        assert_eq!(BuildKeyHasher::default().hash_one(&key), key.hash);
+        let fold = |bytes: &[u8]| {
+            let mut hasher = KeyHasher::default();
+            hasher.write(bytes);
+            hasher.finish()
+        };
+        assert_ne!(fold(&[1, 2]), fold(&[1, 0]));
+        assert_ne!(fold(&[1, 2]), fold(&[2, 1]));
+    }
 }
