@@ -20,7 +20,9 @@
 #     passes 1 and 2 cannot compile, with `--no-default-features`. The end-to-end connect-error
 #     test needs hyper-util and is skipped there.
 #
-# The final lists (caught, missed, timeout, unviable) and the counts land in OUT/final/.
+# The final lists (caught, missed, timeout, unviable) and the counts land in OUT/final/. After
+# adding tests for survivors, a targeted rerun (`cargo mutants -f FILE -o OUT/4-NAME`) and
+# `MUTANTS_FINAL_ONLY=1 scripts/mutants.sh OUT` fold its verdicts in without the long passes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,6 +42,7 @@ expected() { [[ $1 == 2 || $1 == 3 ]] || exit "$1"; }
 
 SLOW_TESTS=(--skip a_million_distinct_keys_leave_the_registry_bounded --skip against_sfv)
 
+if [[ -z "${MUTANTS_FINAL_ONLY:-}" ]]; then
 # Pass 1: file groups in order of value; the fast suite takes ~3 s, so 30 s is a hang.
 FILE_GROUPS=(
     "state:src/gate/state.rs"
@@ -96,20 +99,26 @@ cargo mutants --jobs "$JOBS" --timeout 60 --iterate --no-default-features \
     -f src/policy/transport.rs -F 'is_hyper_util_connect_error' -o "$OUT/3-no-default" \
     -- -- --skip a_connect_error_is_retried_on_any_method || expected $?
 
-# Final verdicts: caught anywhere is caught; otherwise the full-suite verdict of pass 2, except
-# what pass 3 caught. The cfg(feature = "hyper-util") twin that pass 3 cannot compile, and the
-# cfg(not) one that pass 2 cannot compile, are each judged by the pass that compiles them.
+fi
+
+# Final verdicts, for the mutants of the tree as it is now (a pass run before an edit may
+# name a mutant at a line that has since moved): caught anywhere is caught; otherwise timeout
+# if it hung anywhere; otherwise missed if the full suite (pass 2, or a targeted rerun in
+# OUT/4-*) or pass 3 missed it. The cfg(feature = "hyper-util") twin that pass 3 cannot
+# compile, and the cfg(not) one that pass 2 cannot compile, are each judged by the pass that
+# compiles them.
 final="$OUT/final"
 rm -rf "$final"
 mkdir -p "$final"
-cat "$OUT"/{1-*,2-full,3-no-default}/mutants.out/caught.txt 2>/dev/null | sort -u >"$final/caught.txt"
-cat "$OUT"/{1-*,2-full,3-no-default}/mutants.out/unviable.txt 2>/dev/null | sort -u >"$final/unviable.txt"
-# Missed: what the full suite missed (pass 2) and pass 3 did not catch. Timeout: what hung
-# in pass 1 or 2.
-sort -u "$OUT/2-full/mutants.out/missed.txt" | comm -23 - "$final/caught.txt" >"$final/missed.txt"
-cat "$OUT"/{1-*,2-full}/mutants.out/timeout.txt 2>/dev/null | sort -u |
-    comm -23 - "$final/caught.txt" >"$final/timeout.txt"
-total=$(cargo mutants --list | wc -l)
+cargo mutants --list | sort -u >"$final/all.txt"
+current() { sort -u | comm -12 - "$final/all.txt"; }
+verdicts() { cat "$OUT"/[1-9]-*/mutants.out/"$1".txt 2>/dev/null || true; }
+verdicts caught | current >"$final/caught.txt"
+verdicts timeout | current | comm -23 - "$final/caught.txt" >"$final/timeout.txt"
+cat "$OUT"/{2-full,3-no-default,4-*}/mutants.out/missed.txt 2>/dev/null | current |
+    comm -23 - "$final/caught.txt" | comm -23 - "$final/timeout.txt" >"$final/missed.txt"
+verdicts unviable | current >"$final/unviable.txt"
+total=$(wc -l <"$final/all.txt")
 caught=$(wc -l <"$final/caught.txt")
 missed=$(wc -l <"$final/missed.txt")
 timeout=$(wc -l <"$final/timeout.txt")
