@@ -580,35 +580,14 @@ mod tests {
             reason: crate::budget::Reason::Guessed,
             declined: None,
         };
+        let closed_for =
+            |retried, action| closure(retried, action, Some(&decided), None, &settings, 0.0);
         // Rate limited by the policy (a 503 it maps so), not a 429: closed for the wait decided.
-        assert_eq!(
-            closure(
-                false,
-                Action::RateLimited,
-                Some(&decided),
-                None,
-                &settings,
-                0.0
-            ),
-            Some(four)
-        );
+        assert_eq!(closed_for(false, Action::RateLimited), Some(four));
         // A 429 on a later retry, without an instruction: its own backoff, not the first guess.
-        assert_eq!(
-            closure(
-                true,
-                Action::RateLimited,
-                Some(&decided),
-                None,
-                &settings,
-                0.0
-            ),
-            Some(four)
-        );
+        assert_eq!(closed_for(true, Action::RateLimited), Some(four));
         // A transient retry (a 503) closes nothing: its backoff is the call's own.
-        assert_eq!(
-            closure(false, Action::Retry, Some(&decided), None, &settings, 0.0),
-            None
-        );
+        assert_eq!(closed_for(false, Action::Retry), None);
     }
 
     #[test]

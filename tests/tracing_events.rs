@@ -40,13 +40,12 @@ impl Visit for Fields {
 }
 
 /// Answers 429 with `Retry-After` from `waits` in turn, then 200.
-async fn call_with_waits(waits: &'static [&'static str]) -> Vec<BTreeMap<String, String>> {
-    let events = Events::default();
-    let guard = tracing::subscriber::set_default(
-        tracing_subscriber::registry().with(Capture(events.clone())),
-    );
+fn refusing(
+    waits: &'static [&'static str],
+) -> impl Service<Request<String>, Response = Response<String>, Error = tower::BoxError, Future: Send>
++ Clone {
     let answered = Arc::new(Mutex::new(0));
-    let inner = tower::service_fn(move |_request: Request<String>| {
+    tower::service_fn(move |_request: Request<String>| {
         let answered = answered.clone();
         async move {
             let mut count = answered.lock().unwrap();
@@ -57,7 +56,16 @@ async fn call_with_waits(waits: &'static [&'static str]) -> Vec<BTreeMap<String,
             *count += 1;
             Ok::<_, tower::BoxError>(response.body(String::new()).unwrap())
         }
-    });
+    })
+}
+
+/// One call to a server answering as [`refusing`] does; the events it emitted.
+async fn call_with_waits(waits: &'static [&'static str]) -> Vec<BTreeMap<String, String>> {
+    let events = Events::default();
+    let guard = tracing::subscriber::set_default(
+        tracing_subscriber::registry().with(Capture(events.clone())),
+    );
+    let inner = refusing(waits);
     let mut service = RateLimitLayer::new().layer(inner);
     let request = Request::post("https://api.test:8443/v1/charges")
         .body(String::new())
@@ -105,19 +113,7 @@ async fn a_call_that_meets_a_closed_gate_says_so() {
     let _guard = tracing::subscriber::set_default(
         tracing_subscriber::registry().with(Capture(events.clone())),
     );
-    let answered = Arc::new(Mutex::new(0));
-    let inner = tower::service_fn(move |_request: Request<String>| {
-        let answered = answered.clone();
-        async move {
-            let mut count = answered.lock().unwrap();
-            let response = match *count {
-                0 => Response::builder().status(429).header("retry-after", "2"),
-                _ => Response::builder().status(200),
-            };
-            *count += 1;
-            Ok::<_, tower::BoxError>(response.body(String::new()).unwrap())
-        }
-    });
+    let inner = refusing(&["2"]);
     let layer = RateLimitLayer::new();
     let request = || {
         Request::post("https://api.test:8443/v1/charges")
