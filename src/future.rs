@@ -190,12 +190,13 @@ where
                 StateProj::Calling { future } => {
                     let result = ready!(future.poll(cx));
                     let now = Instant::now();
-                    let (outcome, info) = match result {
+                    let (outcome, said) = match result {
                         Ok(mut response) => {
                             let info =
                                 RateLimitInfo::from_headers(response.headers(), SystemTime::now());
-                            response.extensions_mut().insert(info.clone());
-                            (Ok(response), Some(info))
+                            let said = this.gate.said(&info, now);
+                            response.extensions_mut().insert(info);
+                            (Ok(response), Some(said))
                         }
                         Err(error) => (Err(error.into()), None),
                     };
@@ -204,7 +205,7 @@ where
                         Err(error) => Outcome::Error(error),
                     };
                     let action = this.policy.classify(this.request, classified);
-                    let instruction = info.as_ref().and_then(RateLimitInfo::instructed_wait);
+                    let instruction = said.as_ref().and_then(|said| said.instruction);
                     let unit = this.draws.unit();
                     let decision = (action != Action::Return)
                         .then(|| this.budget.decide(action, instruction, this.settings, unit));
@@ -219,12 +220,8 @@ where
                         this.settings,
                         unit,
                     );
-                    this.gate.record(
-                        info.as_ref(),
-                        refused,
-                        closure.map(|wait| after(now, wait)),
-                        now,
-                    );
+                    this.gate
+                        .record(said, refused, closure.map(|wait| after(now, wait)), now);
                     let Some(mut decision) = decision else {
                         this.state.set(State::Done);
                         return Poll::Ready(outcome);
@@ -394,24 +391,11 @@ impl Gating {
         self.key.clone().or_else(|| Key::origin(request))
     }
 
-    /// Tells the gate what the attempt's outcome said about the key.
-    fn record(
-        &mut self,
-        info: Option<&RateLimitInfo>,
-        refused: bool,
-        closed_until: Option<Instant>,
-        now: Instant,
-    ) {
-        let Some(pass) = self.pass.take() else {
-            return;
-        };
-        let Some(info) = info else {
-            // A transport error says nothing about the limit: dropping the pass says so.
-            return;
-        };
-        let report = Report {
-            refused,
-            closed_until,
+    /// What the gate and the retry need from a response's reading, taken before the reading
+    /// is handed to the caller on the response.
+    fn said(&self, info: &RateLimitInfo, now: Instant) -> Said {
+        Said {
+            instruction: info.instructed_wait(),
             // A window longer than the cap is not held against later calls, as an instruction
             // over the cap is not: blocking them for an hour is worse than letting them decide.
             quota: self
@@ -419,9 +403,41 @@ impl Gating {
                 .then(|| quota(info, after(now, self.retry_after_cap)))
                 .flatten(),
             interval: interval(info),
+        }
+    }
+
+    /// Tells the gate what the attempt's outcome said about the key (`None`: a transport
+    /// error, which says nothing about the limit).
+    fn record(
+        &mut self,
+        said: Option<Said>,
+        refused: bool,
+        closed_until: Option<Instant>,
+        now: Instant,
+    ) {
+        let Some(pass) = self.pass.take() else {
+            return;
+        };
+        let Some(said) = said else {
+            // Dropping the pass tells the gate no answer came.
+            return;
+        };
+        let report = Report {
+            refused,
+            closed_until,
+            quota: said.quota,
+            interval: said.interval,
         };
         pass.answered(report, now);
     }
+}
+
+/// What one response said that the layer acts on.
+struct Said {
+    /// How long the server said to wait, if it did.
+    instruction: Option<Duration>,
+    quota: Option<Quota>,
+    interval: Option<Duration>,
 }
 
 /// The quota closest to running out among the meters that say what is left and reset by

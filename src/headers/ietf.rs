@@ -22,9 +22,11 @@ use std::time::Duration;
 
 use super::clock::{Reset, ResponseClock};
 use super::field::{Fields, Name};
-use super::meter::Reading;
+use smallvec::SmallVec;
+
+use super::meter::{Reading, Readings};
 use super::number::Decimal;
-use super::structured::{Member, parse_dictionary, parse_list};
+use super::structured::{Member, Members, parse_dictionary, parse_list};
 
 const FIELDS: &[Name] = &[
     Name::RateLimit,
@@ -34,18 +36,17 @@ const FIELDS: &[Name] = &[
     Name::RateLimitReset,
 ];
 
+/// Bare-integer limits with their windows (drafts 01 to 07), held inline: a response names few.
+type Policies = SmallVec<[(u64, Option<u64>); 4]>;
+
 /// Adds every meter the IETF fields describe to `readings`: the current window first, then
 /// the policies.
-pub(crate) fn read<'a>(
-    fields: &Fields<'a>,
-    clock: &ResponseClock,
-    readings: &mut Vec<Reading<'a>>,
-) {
+pub(crate) fn read<'a>(fields: &Fields<'a>, clock: &ResponseClock, readings: &mut Readings<'a>) {
     if !fields.has_any(FIELDS) {
         return;
     }
     let mut current = Reading::default();
-    let mut policies = Vec::new();
+    let mut policies = Policies::new();
 
     for (limit, window) in integers(fields, Name::RateLimitLimit) {
         match window {
@@ -80,7 +81,7 @@ pub(crate) fn read<'a>(
                 reset: dictionary.reset.map(|reset| countdown(reset, clock)),
                 ..Reading::default()
             });
-            Vec::new()
+            Members::new()
         }
         None => list_members(ratelimit_field),
     };
@@ -121,7 +122,7 @@ pub(crate) fn read<'a>(
 
 /// The members of a list field (none if it is not one the drafts allow), their names borrowed
 /// from the response where the field is a single line.
-fn list_members(field: Option<Cow<'_, str>>) -> Vec<Member<'_>> {
+fn list_members(field: Option<Cow<'_, str>>) -> Members<'_> {
     match field {
         Some(Cow::Borrowed(text)) => parse_list(text).unwrap_or_default(),
         Some(Cow::Owned(text)) => parse_list(&text)
@@ -129,14 +130,14 @@ fn list_members(field: Option<Cow<'_, str>>) -> Vec<Member<'_>> {
             .into_iter()
             .map(Member::into_owned)
             .collect(),
-        None => Vec::new(),
+        None => Members::new(),
     }
 }
 
 /// The bare-integer members of a field, each with its `w` parameter.
-fn integers(fields: &Fields<'_>, name: Name) -> Vec<(u64, Option<u64>)> {
+fn integers(fields: &Fields<'_>, name: Name) -> Policies {
     let Some(field) = fields.combined(name) else {
-        return Vec::new();
+        return Policies::new();
     };
     parse_list(&field)
         .unwrap_or_default()
@@ -150,7 +151,7 @@ fn integers(fields: &Fields<'_>, name: Name) -> Vec<(u64, Option<u64>)> {
 fn attach_policies<'a>(
     mut current: Reading<'a>,
     policies: &[(u64, Option<u64>)],
-    readings: &mut Vec<Reading<'a>>,
+    readings: &mut Readings<'a>,
 ) {
     let lone_policy_for_an_unknown_limit = current.limit.is_none() && policies.len() == 1;
     let first = readings.len();
@@ -191,7 +192,7 @@ impl<'a> ByName<'a> {
     }
 
     /// Names `reading` and folds it into the reading of that name, or adds it.
-    fn add(&mut self, readings: &mut Vec<Reading<'a>>, name: Cow<'a, str>, reading: Reading<'a>) {
+    fn add(&mut self, readings: &mut Readings<'a>, name: Cow<'a, str>, reading: Reading<'a>) {
         let known = if self.index.is_empty() {
             readings[self.first..]
                 .iter()
@@ -219,7 +220,8 @@ impl<'a> ByName<'a> {
 }
 
 fn has_two_policies_with_one_quota(members: &[Member<'_>]) -> bool {
-    let mut quotas: Vec<u64> = members.iter().filter_map(|member| member.integer).collect();
+    let mut quotas: SmallVec<[u64; 4]> =
+        members.iter().filter_map(|member| member.integer).collect();
     quotas.sort_unstable();
     quotas.windows(2).any(|pair| pair[0] == pair[1])
 }
@@ -235,7 +237,7 @@ fn countdown(reset: u64, clock: &ResponseClock) -> Duration {
 mod tests {
     use super::*;
 
-    fn named(by_name: &mut ByName<'static>, readings: &mut Vec<Reading<'static>>, n: usize) {
+    fn named(by_name: &mut ByName<'static>, readings: &mut Readings<'static>, n: usize) {
         by_name.add(readings, Cow::Owned(format!("q{n}")), Reading::default());
     }
 
@@ -243,7 +245,7 @@ mod tests {
     /// this pins that it is, once the names after `first` pass the linear search's limit.
     #[test]
     fn names_are_indexed_once_there_are_more_than_a_linear_search_should_scan() {
-        let mut readings = vec![Reading::default(); 3];
+        let mut readings: Readings = smallvec::smallvec![Reading::default(); 3];
         let mut by_name = ByName::starting_at(readings.len());
         for n in 0..ByName::LINEAR_UP_TO {
             named(&mut by_name, &mut readings, n);

@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
+use smallvec::SmallVec;
 use tokio::time::Instant;
 
 /// One quota the server reported: how many requests it allows per window, how many are left,
@@ -96,6 +97,10 @@ impl Meter {
 
 /// A meter while its headers are being read: figures not yet tied to a read instant, the name
 /// still borrowed from the response where it can be.
+/// The readings of one response, held inline: a response describes one or two meters, and the
+/// layer reads every response.
+pub(crate) type Readings<'a> = SmallVec<[Reading<'a>; 2]>;
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Reading<'a> {
     pub(crate) name: Option<Cow<'a, str>>,

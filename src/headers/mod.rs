@@ -19,12 +19,14 @@ mod x_ratelimit;
 use std::time::{Duration, SystemTime};
 
 use http::HeaderMap;
+use smallvec::SmallVec;
 use tokio::time::Instant;
 
 pub use meter::Meter;
 
 use clock::ResponseClock;
 use field::Fields;
+use meter::Readings;
 
 /// Everything a response said about the client's rate limits: the server's instruction to wait
 /// ([`retry_after`](RateLimitInfo::retry_after)) and its quota meters
@@ -73,7 +75,7 @@ use field::Fields;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RateLimitInfo {
     retry_after: Option<Duration>,
-    meters: Vec<Meter>,
+    meters: SmallVec<[Meter; 2]>,
     read_at: Instant,
 }
 
@@ -89,12 +91,12 @@ impl RateLimitInfo {
         if !fields.has_rate_limit_fields() {
             return RateLimitInfo {
                 retry_after: None,
-                meters: Vec::new(),
+                meters: SmallVec::new(),
                 read_at,
             };
         }
         let clock = ResponseClock::read(&fields, now);
-        let mut readings = Vec::new();
+        let mut readings = Readings::new();
         ietf::read(&fields, &clock, &mut readings);
         readings.extend(x_ratelimit::read(&fields, &clock));
         let meters = readings

@@ -2,10 +2,10 @@
 //! Lists and Dictionaries that keeps only the figures the drafts define.
 //!
 //! It is written here rather than taken from `sfv` because it runs on every response the layer
-//! sees: it validates the whole field as RFC 9651 requires but builds no tree and allocates
-//! nothing beyond the list of members (a draft 08 pair parses in a fraction of `sfv`'s time;
-//! `BENCHMARKS.md` has the figures). Its answers are checked against `sfv` by a differential
-//! property test and a fuzz target (`structured_reference`).
+//! sees: it validates the whole field as RFC 9651 requires but builds no tree, and allocates
+//! only for a name with an escape or a field of more than two members (a draft 08 pair parses
+//! in a fraction of `sfv`'s time; `BENCHMARKS.md` has the figures). Its answers are checked
+//! against `sfv` by a differential property test and a fuzz target (`structured_reference`).
 //!
 //! A field is read whole or not at all: a syntax error (RFC 9651 §4.2 requires failing the
 //! whole field) or a value the drafts forbid (a negative or fractional count, a zero window, an
@@ -13,6 +13,8 @@
 //! reporting a figure it never meant.
 
 use std::borrow::Cow;
+
+use smallvec::SmallVec;
 
 /// One member of a `RateLimit` or `RateLimit-Policy` list, or of a `RateLimit-Limit` list in
 /// drafts 01 to 03.
@@ -35,13 +37,17 @@ pub(crate) struct Member<'a> {
 
 impl Member<'_> {
     /// The member with its name copied out of the field text.
-    pub(crate) fn into_owned(self) -> Member<'static> {
+    pub(crate) fn into_owned<'b>(self) -> Member<'b> {
         Member {
             name: self.name.map(|name| Cow::Owned(name.into_owned())),
             ..self
         }
     }
 }
+
+/// The members of one field. A response names one or two policies, and the layer reads every
+/// response: held inline, they cost no allocation.
+pub(crate) type Members<'a> = SmallVec<[Member<'a>; 2]>;
 
 /// The draft 07 `RateLimit` dictionary: `limit=100, remaining=50, reset=5`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -73,9 +79,9 @@ impl Dictionary {
 }
 
 /// The members of a list field; `None` if the field is not one the drafts allow.
-pub(crate) fn parse_list(field: &str) -> Option<Vec<Member<'_>>> {
+pub(crate) fn parse_list(field: &str) -> Option<Members<'_>> {
     let mut input = Input::new(field);
-    let mut members = Vec::new();
+    let mut members = Members::new();
     while !input.is_empty() {
         members.push(input.list_member()?);
         input.end_of_member()?;
@@ -163,9 +169,11 @@ impl<'a> Input<'a> {
 
     fn take_while(&mut self, wanted: impl Fn(u8) -> bool) -> &'a str {
         let start = self.at;
-        while self.peek().is_some_and(&wanted) {
-            self.advance();
-        }
+        let rest = &self.text.as_bytes()[start..];
+        self.at += rest
+            .iter()
+            .position(|&byte| !wanted(byte))
+            .unwrap_or(rest.len());
         &self.text[start..self.at]
     }
 
@@ -317,32 +325,33 @@ impl<'a> Input<'a> {
     /// §4.2.5: printable ASCII between quotes, `\"` and `\\` the only escapes.
     fn string(&mut self) -> Option<Cow<'a, str>> {
         self.advance();
-        let start = self.at;
-        let mut unescaped: Option<String> = None;
+        // Most strings have no escape: they are read in one scan and borrowed.
+        let plain =
+            self.take_while(|byte| matches!(byte, 0x20..=0x7e) && byte != b'"' && byte != b'\\');
+        let mut unescaped = match self.peek()? {
+            b'"' => {
+                self.advance();
+                return Some(Cow::Borrowed(plain));
+            }
+            b'\\' => plain.to_owned(),
+            _ => return None,
+        };
         loop {
             match self.peek()? {
                 b'"' => {
-                    let end = self.at;
                     self.advance();
-                    return Some(match unescaped {
-                        Some(text) => Cow::Owned(text),
-                        None => Cow::Borrowed(&self.text[start..end]),
-                    });
+                    return Some(Cow::Owned(unescaped));
                 }
                 b'\\' => {
                     let escaped = *self.text.as_bytes().get(self.at + 1)?;
                     if escaped != b'"' && escaped != b'\\' {
                         return None;
                     }
-                    unescaped
-                        .get_or_insert_with(|| self.text[start..self.at].to_owned())
-                        .push(char::from(escaped));
+                    unescaped.push(char::from(escaped));
                     self.at += 2;
                 }
                 byte @ 0x20..=0x7e => {
-                    if let Some(text) = &mut unescaped {
-                        text.push(char::from(byte));
-                    }
+                    unescaped.push(char::from(byte));
                     self.advance();
                 }
                 _ => return None,
@@ -462,7 +471,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            got,
+            got[..],
             [
                 Member {
                     remaining: Some(50),
@@ -560,8 +569,8 @@ mod tests {
     #[test]
     fn whitespace_is_where_rfc_9651_allows_it() {
         assert_eq!(parse_list("  \"a\";r=1 ,\t\"b\";  r=2  ").unwrap().len(), 2);
-        assert_eq!(parse_list(""), Some(vec![]));
-        assert_eq!(parse_list("   "), Some(vec![]));
+        assert_eq!(parse_list(""), Some(Members::new()));
+        assert_eq!(parse_list("   "), Some(Members::new()));
         assert_eq!(parse_list("\t\"a\""), None, "only spaces lead a field");
     }
 

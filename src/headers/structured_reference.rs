@@ -11,13 +11,14 @@ use sfv::visitor::{
 };
 use sfv::{BareItemFromInput, KeyRef, Parser};
 
-use super::structured::{Dictionary, Member};
+use super::structured::{self, Dictionary, Member};
 
 /// The members of a list field; `None` if the field is not one the drafts allow.
-pub(crate) fn parse_list(field: &str) -> Option<Vec<Member<'_>>> {
+pub(crate) fn parse_list(field: &str) -> Option<structured::Members<'_>> {
     Parser::new(field)
         .parse_list_with_visitor(Members::default())
         .ok()
+        .map(Into::into)
 }
 
 /// The draft 07 dictionary, if the field is one and names at least one of its keys.
