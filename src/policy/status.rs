@@ -88,11 +88,17 @@ impl StatusPolicy {
     pub fn action<ResBody>(&self, request: &Parts, outcome: Outcome<'_, ResBody>) -> Action {
         let behaviour = match outcome {
             Outcome::Response(response) => {
-                let behaviour = self.behaviour(response.status());
+                let status = response.status();
+                let behaviour = self.behaviour(status);
+                // The server's verdict can stop a retry, or start one for a failure: a success
+                // the table returns is returned whatever it says, without looking.
+                if behaviour == Behaviour::Return && !is_failure(status) {
+                    return Action::Return;
+                }
                 match should_retry(response.headers()) {
                     Some(false) => Behaviour::Return,
                     Some(true) if behaviour == Behaviour::RateLimited => behaviour,
-                    Some(true) if is_failure(response.status()) => Behaviour::Retry,
+                    Some(true) if is_failure(status) => Behaviour::Retry,
                     _ => behaviour,
                 }
             }
