@@ -289,6 +289,31 @@ mod tests {
     }
 
     #[test]
+    fn a_success_is_retried_only_when_an_override_says_so_and_x_should_retry_does_not_widen_it() {
+        let accepted = |value| response(202, value);
+        let verdict = |policy: &StatusPolicy, method, outcome: &Response<()>| {
+            policy.action(&request(method), Outcome::Response(outcome))
+        };
+        let polling = StatusPolicy::new().on(StatusCode::ACCEPTED, Behaviour::Retry);
+        assert_eq!(verdict(&polling, "POST", &accepted(None)), Action::Retry);
+        let idempotent_only =
+            StatusPolicy::new().on(StatusCode::ACCEPTED, Behaviour::RetryIfIdempotent);
+        assert_eq!(
+            verdict(&idempotent_only, "POST", &accepted(Some("true"))),
+            Action::Return,
+            "`true` retries a failure on any method, not a success"
+        );
+        assert_eq!(
+            verdict(&idempotent_only, "GET", &accepted(Some("false"))),
+            Action::Return
+        );
+        assert_eq!(
+            verdict(&StatusPolicy::new(), "GET", &accepted(Some("true"))),
+            Action::Return
+        );
+    }
+
+    #[test]
     fn transport_errors_that_are_not_connect_errors_need_idempotency() {
         let error: super::super::BoxError = "connection reset".into();
         let policy = StatusPolicy::new();
