@@ -436,7 +436,9 @@ impl Gating {
 struct Said {
     /// How long the server said to wait, if it did.
     instruction: Option<Duration>,
+    /// The quota closest to running out, when the layer respects what remains.
     quota: Option<Quota>,
+    /// The spacing the server's shortest policy asks for.
     interval: Option<Duration>,
 }
 

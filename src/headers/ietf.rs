@@ -20,10 +20,10 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use super::clock::{Reset, ResponseClock};
-use super::field::{Fields, Name};
 use smallvec::SmallVec;
 
+use super::clock::{Reset, ResponseClock};
+use super::field::{Fields, Name};
 use super::meter::{Reading, Readings};
 use super::number::Decimal;
 use super::structured::{Member, Members, parse_dictionary, parse_list};

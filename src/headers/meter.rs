@@ -95,12 +95,12 @@ impl Meter {
     }
 }
 
-/// A meter while its headers are being read: figures not yet tied to a read instant, the name
-/// still borrowed from the response where it can be.
 /// The readings of one response, held inline: a response describes one or two meters, and the
 /// layer reads every response.
 pub(crate) type Readings<'a> = SmallVec<[Reading<'a>; 2]>;
 
+/// A meter while its headers are being read: figures not yet tied to a read instant, the name
+/// still borrowed from the response where it can be.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Reading<'a> {
     pub(crate) name: Option<Cow<'a, str>>,
