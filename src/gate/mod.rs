@@ -205,18 +205,28 @@ impl Gates {
         if let Some(window) = shared {
             table.learn(key, local(window, now), now, self.registry.capacity);
         }
-        if !table.gates.contains_key(key) {
-            // Counted from the first call: responses to the first calls on a key report the
-            // quota after one request, while the others are still out and will spend theirs.
-            if !table.make_room(now, self.registry.capacity, false) {
-                return Entered::Admitted(self.pass(key, Admission::UNCOUNTED));
-            }
-            table.gates.insert(key.clone(), Gate::new());
+        if let Some(gate) = table.gates.get_mut(key) {
+            return self.arrive(gate, key, now, budget, respect_quota);
         }
-        let gate = table
-            .gates
-            .get_mut(key)
-            .expect("the key's gate was just made");
+        // Counted from the first call: responses to the first calls on a key report the quota
+        // after one request, while the others are still out and will spend theirs.
+        if !table.make_room(now, self.registry.capacity, false) {
+            return Entered::Admitted(self.pass(key, Admission::UNCOUNTED));
+        }
+        let gate = table.gates.entry(key.clone()).or_insert_with(Gate::new);
+        self.arrive(gate, key, now, budget, respect_quota)
+    }
+
+    /// A call on `key` at its `gate`: throttled if the gate stays closed beyond `budget`, else
+    /// let through or queued.
+    fn arrive(
+        &self,
+        gate: &mut Gate,
+        key: &Key,
+        now: Instant,
+        budget: Duration,
+        respect_quota: bool,
+    ) -> Entered {
         if let Some(closed_for) = gate.closed_for(now) {
             if closed_for > budget {
                 return Entered::Throttled(closed_for);
