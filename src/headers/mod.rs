@@ -98,11 +98,15 @@ impl RateLimitInfo {
         let clock = ResponseClock::read(&fields, now);
         let mut readings = Readings::new();
         ietf::read(&fields, &clock, &mut readings);
-        readings.extend(x_ratelimit::read(&fields, &clock));
-        let meters = readings
-            .into_iter()
-            .filter_map(|reading| reading.into_meter(read_at))
-            .collect();
+        if let Some(reading) = x_ratelimit::read(&fields, &clock) {
+            readings.push(reading);
+        }
+        let mut meters = SmallVec::new();
+        for reading in readings {
+            if let Some(meter) = reading.into_meter(read_at) {
+                meters.push(meter);
+            }
+        }
         RateLimitInfo {
             retry_after: retry_after::read(&fields, &clock),
             meters,

@@ -304,17 +304,24 @@ impl<'a> Input<'a> {
         if negative {
             self.advance();
         }
-        let digits = self.take_while(|byte| byte.is_ascii_digit());
-        if digits.is_empty() || digits.len() > 15 {
+        // Read in the same pass as scanned; a run longer than 15 digits is refused below, so
+        // its value (wrapped) is never used.
+        let start = self.at;
+        let mut magnitude = 0i64;
+        while let Some(digit) = self.peek().filter(u8::is_ascii_digit) {
+            magnitude = magnitude
+                .wrapping_mul(10)
+                .wrapping_add(i64::from(digit - b'0'));
+            self.advance();
+        }
+        let digits = self.at - start;
+        if digits == 0 || digits > 15 {
             return None;
         }
         if self.peek() != Some(b'.') {
-            let magnitude = digits
-                .bytes()
-                .fold(0i64, |sum, digit| sum * 10 + i64::from(digit - b'0'));
             return Some(Bare::Integer(if negative { -magnitude } else { magnitude }));
         }
-        if digits.len() > 12 {
+        if digits > 12 {
             return None;
         }
         self.advance();
