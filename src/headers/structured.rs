@@ -3,8 +3,8 @@
 //!
 //! It is written here rather than taken from `sfv` because it runs on every response the layer
 //! sees: it validates the whole field as RFC 9651 requires but builds no tree, and allocates
-//! only for a name with an escape or a field of more than two members (a draft 08 pair parses
-//! in a fraction of `sfv`'s time; `BENCHMARKS.md` has the figures). Its answers are checked
+//! only for a name with an escape, a Display String, or a field of more than two members (a
+//! draft 08 pair parses in a fraction of `sfv`'s time; `BENCHMARKS.md` has the figures). Its answers are checked
 //! against `sfv` by a differential property test and a fuzz target (`structured_reference`).
 //!
 //! A field is read whole or not at all: a syntax error (RFC 9651 §4.2 requires failing the
