@@ -8,7 +8,6 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use http::request::Parts;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -18,7 +17,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpListener;
 use tower::{BoxError, Service, ServiceBuilder, ServiceExt};
 use tower_retry_after::RateLimitLayer;
-use tower_retry_after::policy::{Action, Behaviour, Outcome, PolicyExt, StatusPolicy, classify_fn};
+use tower_retry_after::policy::{Action, Attempt, Behaviour, PolicyExt, StatusPolicy, classify_fn};
 
 type Log = Arc<Mutex<Vec<String>>>;
 
@@ -60,8 +59,8 @@ async fn main() -> Result<(), BoxError> {
     // 520 is retried like a 502; every other status keeps its default.
     let table = StatusPolicy::new().on(StatusCode::from_u16(520)?, Behaviour::RetryIfIdempotent);
     // Nothing under /payments is ever retried, whatever the table says.
-    let no_payment_retries = classify_fn(|request: &Parts, _: Outcome<'_, Incoming>| {
-        if request.uri.path().starts_with("/payments") {
+    let no_payment_retries = classify_fn(|attempt: &Attempt<'_, Incoming>| {
+        if attempt.request().uri.path().starts_with("/payments") {
             Action::Return
         } else {
             Action::Retry

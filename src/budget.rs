@@ -7,12 +7,15 @@
 //! shortened wait buys exactly one more refused request. An instruction above the cap is a
 //! guard against an absurd or hostile value: it is neither waited nor shortened, and the
 //! response goes back to the caller at once.
+//!
+//! How long a response closes its key's gate for every other call is budget arithmetic too:
+//! [`closure`].
 
 use std::fmt;
 use std::time::Duration;
 
-use crate::layer::Settings;
 use crate::policy::Action;
+use crate::settings::Settings;
 
 /// Whether the server named the wait or the layer guessed it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,6 +56,8 @@ impl fmt::Display for Declined {
 /// The wait before another attempt, and whether the call takes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Decision {
+    /// What the policy said of the outcome: never [`Action::Return`].
+    pub(crate) action: Action,
     pub(crate) wait: Duration,
     pub(crate) reason: Reason,
     pub(crate) declined: Option<Declined>,
@@ -102,16 +107,17 @@ impl Budget {
             None
         };
         Decision {
+            action,
             wait,
             reason,
             declined,
         }
     }
 
-    /// Records a retry of kind `action` after `wait`.
-    pub(crate) fn spend(&mut self, action: Action, wait: Duration) {
+    /// Records the retry `decision` is about, with `wait` of its wait spent asleep.
+    pub(crate) fn spend(&mut self, decision: &Decision, wait: Duration) {
         self.waited = self.waited.saturating_add(wait);
-        match action {
+        match decision.action {
             Action::RateLimited => self.rate_limited_retries += 1,
             _ => self.transient_retries += 1,
         }
@@ -130,6 +136,42 @@ impl Budget {
     /// How many retries the call has made.
     pub(crate) fn retries(&self) -> u32 {
         self.transient_retries + self.rate_limited_retries
+    }
+}
+
+/// What an attempt's response said, as far as waiting goes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Answer {
+    /// It was a refusal (429).
+    pub(crate) refused: bool,
+    /// How long the server said to wait, if it did.
+    pub(crate) instruction: Option<Duration>,
+}
+
+/// How long `answer` closes its key's gate, given the `decision` taken on it (`None`: the
+/// policy returned it): a rate-limited outcome closes it for the wait decided; a refusal the
+/// policy returns or retries as transient, for the server's instruction, or the first guess.
+/// An instruction above the cap leaves the gate open: blocking every call for it is worse than
+/// letting the caller decide.
+pub(crate) fn closure(
+    answer: Answer,
+    decision: Option<&Decision>,
+    settings: &Settings,
+    unit: f64,
+) -> Option<Duration> {
+    if answer
+        .instruction
+        .is_some_and(|instruction| instruction > settings.retry_after_cap)
+    {
+        return None;
+    }
+    match decision {
+        Some(decision) if decision.action == Action::RateLimited => Some(decision.wait),
+        _ if answer.refused => Some(match answer.instruction {
+            Some(instruction) => settings.backoff.instructed(instruction, unit),
+            None => settings.backoff.guessed(0, unit),
+        }),
+        _ => None,
     }
 }
 
@@ -157,8 +199,9 @@ mod tests {
         let mut budget = Budget::default();
         let first = budget.decide(Action::Retry, None, &settings(), 0.0);
         assert_eq!((first.wait, first.reason), (SECOND / 4, Reason::Guessed));
-        budget.spend(Action::Retry, first.wait);
-        budget.spend(Action::RateLimited, first.wait);
+        budget.spend(&first, first.wait);
+        let limited = budget.decide(Action::RateLimited, None, &settings(), 0.0);
+        budget.spend(&limited, first.wait);
         let third = budget.decide(Action::Retry, None, &settings(), 0.0);
         assert_eq!(third.wait, SECOND);
     }
@@ -189,15 +232,16 @@ mod tests {
     #[test]
     fn each_kind_of_retry_has_its_own_count() {
         let mut budget = Budget::default();
+        let transient = budget.decide(Action::Retry, None, &settings(), 0.0);
         for _ in 0..3 {
-            budget.spend(Action::Retry, Duration::ZERO);
+            budget.spend(&transient, Duration::ZERO);
         }
         let transient = budget.decide(Action::Retry, None, &settings(), 0.0);
         assert_eq!(transient.declined, Some(Declined::OutOfRetries));
         let limited = budget.decide(Action::RateLimited, None, &settings(), 0.0);
         assert_eq!(limited.declined, None);
         for _ in 0..10 {
-            budget.spend(Action::RateLimited, Duration::ZERO);
+            budget.spend(&limited, Duration::ZERO);
         }
         let limited = budget.decide(Action::RateLimited, None, &settings(), 0.0);
         assert_eq!(limited.declined, Some(Declined::OutOfRetries));
@@ -206,7 +250,8 @@ mod tests {
     #[test]
     fn a_wait_that_does_not_fit_is_dropped_not_clamped() {
         let mut budget = Budget::default();
-        budget.spend(Action::RateLimited, 100 * SECOND);
+        let limited = budget.decide(Action::RateLimited, None, &settings(), 0.0);
+        budget.spend(&limited, 100 * SECOND);
         let fits = budget.decide(Action::RateLimited, Some(20 * SECOND), &settings(), 0.0);
         assert_eq!(fits.declined, None);
         let too_long = budget.decide(Action::RateLimited, Some(20 * SECOND), &settings(), 0.1);
@@ -215,5 +260,52 @@ mod tests {
             too_long.wait > 20 * SECOND,
             "the wait is reported whole, not clamped"
         );
+    }
+
+    #[test]
+    fn a_429_closes_the_gate_whatever_the_policy_but_not_beyond_the_cap() {
+        let settings = settings();
+        let refused = |instruction| Answer {
+            refused: true,
+            instruction,
+        };
+        let thirty = Some(30 * SECOND);
+        assert_eq!(closure(refused(thirty), None, &settings, 0.0), thirty);
+        assert_eq!(
+            closure(refused(Some(61 * SECOND)), None, &settings, 0.0),
+            None
+        );
+        let accepted = Answer {
+            refused: false,
+            instruction: thirty,
+        };
+        assert_eq!(closure(accepted, None, &settings, 0.0), None);
+        let guessed = closure(refused(None), None, &settings, 0.0);
+        assert_eq!(guessed, Some(SECOND / 4));
+    }
+
+    #[test]
+    fn a_rate_limited_outcome_closes_the_gate_for_the_wait_decided_a_transient_one_not_at_all() {
+        let settings = settings();
+        let four = 4 * SECOND;
+        let decided = |action| Decision {
+            action,
+            wait: four,
+            reason: Reason::Guessed,
+            declined: None,
+        };
+        let closed_for = |refused, action| {
+            let answer = Answer {
+                refused,
+                instruction: None,
+            };
+            closure(answer, Some(&decided(action)), &settings, 0.0)
+        };
+        // Rate limited by the policy (a 503 it maps so), not a 429: closed for the wait decided.
+        assert_eq!(closed_for(false, Action::RateLimited), Some(four));
+        // A 429 on a later retry, without an instruction: its own backoff, not the first guess.
+        assert_eq!(closed_for(true, Action::RateLimited), Some(four));
+        // A transient retry (a 503) closes nothing: its backoff is the call's own.
+        assert_eq!(closed_for(false, Action::Retry), None);
     }
 }

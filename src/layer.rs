@@ -8,9 +8,10 @@ use http::request::Parts;
 use tower_layer::Layer;
 
 use crate::backoff::Backoff;
+use crate::config::Config;
 use crate::gate::Gates;
 use crate::jitter::Jitter;
-use crate::key::{Key, KeyFn, by_origin};
+use crate::key::Key;
 use crate::policy::StatusPolicy;
 use crate::service::RateLimit;
 
@@ -51,68 +52,15 @@ use crate::service::RateLimit;
 #[derive(Clone)]
 pub struct RateLimitLayer<P = StatusPolicy> {
     policy: P,
-    settings: Settings,
-    gates: Gates,
-    key: KeyFn,
-    jitter: Jitter,
+    config: Config,
 }
 
 impl<P: fmt::Debug> fmt::Debug for RateLimitLayer<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RateLimitLayer")
             .field("policy", &self.policy)
-            .field("settings", &self.settings)
-            .field("gates", &self.gates)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The settings of one layer, shared by every call through it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Settings {
-    pub(crate) retry_on_rate_limit: bool,
-    pub(crate) retry_after_cap: Duration,
-    pub(crate) max_wait: Duration,
-    pub(crate) transient_retries: u32,
-    pub(crate) rate_limited_retries: u32,
-    pub(crate) backoff: Backoff,
-    pub(crate) respect_remaining: bool,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            retry_on_rate_limit: true,
-            retry_after_cap: Duration::from_secs(60),
-            max_wait: Duration::from_secs(120),
-            transient_retries: 3,
-            rate_limited_retries: 10,
-            backoff: Backoff::default(),
-            respect_remaining: true,
-        }
-    }
-}
-
-impl Settings {
-    /// The settings in force: each floor applied.
-    pub(crate) fn effective(self) -> Self {
-        let floored = Settings {
-            // At parity with the cap, one wait could spend the whole budget.
-            max_wait: self.max_wait.max(self.retry_after_cap.saturating_mul(2)),
-            // Zero would silently turn retrying off; the policy is the way to do that.
-            transient_retries: self.transient_retries.max(1),
-            rate_limited_retries: self.rate_limited_retries.max(1),
-            ..self
-        };
-        if floored != self {
-            tracing::warn!(
-                target: "tower_retry_after",
-                requested = ?self,
-                in_force = ?floored,
-                "rate-limit settings below their floors were raised",
-            );
-        }
-        floored
+            .field("config", &self.config)
+            .finish()
     }
 }
 
@@ -127,11 +75,15 @@ impl Default for RateLimitLayer {
     fn default() -> Self {
         RateLimitLayer {
             policy: StatusPolicy::new(),
-            settings: Settings::default(),
-            gates: Gates::new(),
-            key: by_origin(),
-            jitter: Jitter::Random,
+            config: Config::default(),
         }
+    }
+}
+
+impl<S> RateLimit<S> {
+    /// A [`RateLimitLayer`] with the default settings, to configure and apply.
+    pub fn layer() -> RateLimitLayer {
+        RateLimitLayer::new()
     }
 }
 
@@ -140,10 +92,7 @@ impl<P> RateLimitLayer<P> {
     pub fn with_policy<Q>(self, policy: Q) -> RateLimitLayer<Q> {
         RateLimitLayer {
             policy,
-            settings: self.settings,
-            gates: self.gates,
-            key: self.key,
-            jitter: self.jitter,
+            config: self.config,
         }
     }
 
@@ -152,7 +101,7 @@ impl<P> RateLimitLayer<P> {
     /// Off, the layer only observes: it neither sleeps nor retries for a rate-limited response,
     /// and hands it back with what it read attached.
     pub fn retry_on_rate_limit(mut self, retry: bool) -> Self {
-        self.settings.retry_on_rate_limit = retry;
+        self.config.settings.retry_on_rate_limit = retry;
         self
     }
 
@@ -161,7 +110,7 @@ impl<P> RateLimitLayer<P> {
     /// A longer `Retry-After` (or reset) is a guard against an absurd or hostile value: the
     /// layer neither waits it nor shortens it, and returns that response to the caller at once.
     pub fn retry_after_cap(mut self, cap: Duration) -> Self {
-        self.settings.retry_after_cap = cap;
+        self.config.settings.retry_after_cap = cap;
         self
     }
 
@@ -176,14 +125,14 @@ impl<P> RateLimitLayer<P> {
     /// `max_wait / rate_limited_retries` = 12 s run out of retries first, longer ones run out
     /// of time first.
     pub fn max_wait(mut self, max_wait: Duration) -> Self {
-        self.settings.max_wait = max_wait;
+        self.config.settings.max_wait = max_wait;
         self
     }
 
     /// How many times one call retries transient failures: 408, 5xx, transport errors
     /// (default 3, at least 1; to retry none, say so in the policy).
     pub fn transient_retries(mut self, retries: u32) -> Self {
-        self.settings.transient_retries = retries;
+        self.config.settings.transient_retries = retries;
         self
     }
 
@@ -191,13 +140,13 @@ impl<P> RateLimitLayer<P> {
     /// [`max_wait`](Self::max_wait) (default 10, at least 1; to retry none, turn
     /// [`retry_on_rate_limit`](Self::retry_on_rate_limit) off).
     pub fn rate_limited_retries(mut self, retries: u32) -> Self {
-        self.settings.rate_limited_retries = retries;
+        self.config.settings.rate_limited_retries = retries;
         self
     }
 
     /// The guessed-backoff schedule and the spread added to instructed waits.
     pub fn backoff(mut self, backoff: Backoff) -> Self {
-        self.settings.backoff = backoff;
+        self.config.settings.backoff = backoff;
         self
     }
 
@@ -205,7 +154,7 @@ impl<P> RateLimitLayer<P> {
     /// whether calls are let through only as far as the quota the server reported (default:
     /// on). Off, only a rate-limited response closes the gate.
     pub fn respect_remaining(mut self, respect: bool) -> Self {
-        self.settings.respect_remaining = respect;
+        self.config.settings.respect_remaining = respect;
         self
     }
 
@@ -227,7 +176,7 @@ impl<P> RateLimitLayer<P> {
     where
         F: Fn(&Parts) -> Option<Key> + Send + Sync + 'static,
     {
-        self.key = Arc::new(key);
+        self.config.key = Arc::new(key);
         self
     }
 
@@ -235,14 +184,14 @@ impl<P> RateLimitLayer<P> {
     /// order calls are made, so that a simulation on a paused clock repeats exactly (default:
     /// the thread's random generator).
     pub fn jitter_seed(mut self, seed: u64) -> Self {
-        self.jitter = Jitter::seeded(seed);
+        self.config.jitter = Jitter::seeded(seed);
         self
     }
 
     /// Shares `gates` with every other layer given them: a 429 seen through any of them holds
     /// the key's calls through all of them.
     pub fn gates(mut self, gates: Gates) -> Self {
-        self.gates = gates;
+        self.config.gates = gates;
         self
     }
 }
@@ -251,14 +200,7 @@ impl<S, P: Clone> Layer<S> for RateLimitLayer<P> {
     type Service = RateLimit<S, P>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        RateLimit::with_settings(
-            inner,
-            self.policy.clone(),
-            self.settings.effective(),
-            self.gates.clone(),
-            self.key.clone(),
-            self.jitter.clone(),
-        )
+        RateLimit::with_config(inner, self.policy.clone(), Arc::new(self.config.in_force()))
     }
 }
 
@@ -269,17 +211,6 @@ mod tests {
     const SECOND: Duration = Duration::from_secs(1);
 
     #[test]
-    fn the_defaults_are_the_documented_ones() {
-        let settings = Settings::default();
-        assert!(settings.retry_on_rate_limit);
-        assert_eq!(settings.retry_after_cap, 60 * SECOND);
-        assert_eq!(settings.max_wait, 120 * SECOND);
-        assert_eq!(settings.transient_retries, 3);
-        assert_eq!(settings.rate_limited_retries, 10);
-        assert_eq!(settings.effective(), settings);
-    }
-
-    #[test]
     fn the_budget_is_raised_to_twice_the_cap_whatever_the_order() {
         let cap_first = RateLimitLayer::new()
             .retry_after_cap(100 * SECOND)
@@ -288,23 +219,7 @@ mod tests {
             .max_wait(150 * SECOND)
             .retry_after_cap(100 * SECOND);
         for layer in [cap_first, budget_first] {
-            assert_eq!(layer.settings.effective().max_wait, 200 * SECOND);
+            assert_eq!(layer.config.in_force().settings.max_wait, 200 * SECOND);
         }
-        let ample = RateLimitLayer::new()
-            .max_wait(300 * SECOND)
-            .settings
-            .effective();
-        assert_eq!(ample.max_wait, 300 * SECOND);
-    }
-
-    #[test]
-    fn zero_counts_are_raised_to_one() {
-        let settings = RateLimitLayer::new()
-            .transient_retries(0)
-            .rate_limited_retries(0)
-            .settings
-            .effective();
-        assert_eq!(settings.transient_retries, 1);
-        assert_eq!(settings.rate_limited_retries, 1);
     }
 }

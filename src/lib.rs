@@ -63,6 +63,8 @@
 
 mod backoff;
 mod budget;
+mod config;
+mod events;
 mod future;
 mod gate;
 mod headers;
@@ -71,6 +73,7 @@ mod key;
 mod layer;
 pub mod policy;
 mod service;
+mod settings;
 mod throttled;
 
 pub use backoff::Backoff;

@@ -1,15 +1,14 @@
 //! [`RateLimit`]: the service that reads rate-limit headers and retries what is safe.
 
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::{Request, Response};
 use tower_service::Service;
 
+use crate::config::Config;
 use crate::future::ResponseFuture;
 use crate::gate::Gates;
-use crate::jitter::Jitter;
-use crate::key::{KeyFn, by_origin};
-use crate::layer::{RateLimitLayer, Settings};
 use crate::policy::{BoxError, Policy, StatusPolicy};
 
 /// Reads every response's rate-limit headers, attaches them as a
@@ -31,10 +30,7 @@ use crate::policy::{BoxError, Policy, StatusPolicy};
 pub struct RateLimit<S, P = StatusPolicy> {
     inner: S,
     policy: P,
-    settings: Settings,
-    gates: Gates,
-    key: KeyFn,
-    jitter: Jitter,
+    config: Arc<Config>,
 }
 
 impl<S: std::fmt::Debug, P: std::fmt::Debug> std::fmt::Debug for RateLimit<S, P> {
@@ -42,9 +38,8 @@ impl<S: std::fmt::Debug, P: std::fmt::Debug> std::fmt::Debug for RateLimit<S, P>
         f.debug_struct("RateLimit")
             .field("inner", &self.inner)
             .field("policy", &self.policy)
-            .field("settings", &self.settings)
-            .field("gates", &self.gates)
-            .finish_non_exhaustive()
+            .field("config", &self.config)
+            .finish()
     }
 }
 
@@ -53,47 +48,25 @@ impl<S> RateLimit<S> {
     pub fn new(inner: S) -> Self {
         RateLimit::with_policy(inner, StatusPolicy::new())
     }
-
-    /// A [`RateLimitLayer`] with the default settings, to configure and apply.
-    pub fn layer() -> RateLimitLayer {
-        RateLimitLayer::new()
-    }
 }
 
 impl<S, P> RateLimit<S, P> {
     /// Wraps `inner` with the default settings and `policy`.
     pub fn with_policy(inner: S, policy: P) -> Self {
-        RateLimit::with_settings(
-            inner,
-            policy,
-            Settings::default(),
-            Gates::new(),
-            by_origin(),
-            Jitter::Random,
-        )
+        RateLimit::with_config(inner, policy, Arc::default())
     }
 
-    pub(crate) fn with_settings(
-        inner: S,
-        policy: P,
-        settings: Settings,
-        gates: Gates,
-        key: KeyFn,
-        jitter: Jitter,
-    ) -> Self {
+    pub(crate) fn with_config(inner: S, policy: P, config: Arc<Config>) -> Self {
         RateLimit {
             inner,
             policy,
-            settings,
-            gates,
-            key,
-            jitter,
+            config,
         }
     }
 
     /// The gates this service holds its calls at, to read a key's state or share them.
     pub fn gates(&self) -> &Gates {
-        &self.gates
+        &self.config.gates
     }
 
     /// The inner service.
@@ -131,14 +104,6 @@ where
         // the next call (tower's convention for a service moved into a future).
         let clone = self.inner.clone();
         let ready = std::mem::replace(&mut self.inner, clone);
-        ResponseFuture::new(
-            ready,
-            self.policy.clone(),
-            self.settings,
-            self.gates.clone(),
-            &self.key,
-            self.jitter.for_call(),
-            request,
-        )
+        ResponseFuture::new(ready, self.policy.clone(), self.config.clone(), request)
     }
 }

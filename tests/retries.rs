@@ -276,18 +276,14 @@ async fn dropping_a_call_while_it_waits_sends_nothing_more() {
 
 #[tokio::test(start_paused = true)]
 async fn a_request_without_a_replayable_body_is_sent_once() {
-    use tower_retry_after::policy::{Action, Policy};
+    use tower_retry_after::policy::{Action, Attempt, Policy, StatusPolicy};
 
     /// Classifies like the default table, but copies no body.
     #[derive(Clone)]
     struct SendOnce;
     impl Policy<String, String> for SendOnce {
-        fn classify(
-            &mut self,
-            request: &http::request::Parts,
-            outcome: tower_retry_after::policy::Outcome<'_, String>,
-        ) -> Action {
-            tower_retry_after::policy::StatusPolicy::new().action(request, outcome)
+        fn classify(&mut self, attempt: &Attempt<'_, String>) -> Action {
+            StatusPolicy::new().action(attempt)
         }
     }
     let script = Script::repeat(status(429, &[("retry-after", "1")]), 5);

@@ -5,40 +5,24 @@
 //! - `closed_until` only ever moves later: a shorter instruction arriving while a longer one
 //!   is in force changes nothing (never brought forward).
 //! - Calls that respect the quota leave in arrival order; a new one never overtakes a waiter.
-//! - After a closure, the first request out is a probe, alone: nobody else goes until it comes
-//!   back, so the episode costs at most that one refusal if the server still refuses. A probe
-//!   belongs to the closure it follows (`epoch`): a late answer to an older one changes nothing.
+//! - A probe belongs to the closure it follows (`epoch`): a late answer to an older one
+//!   changes nothing (see `release` for the reopening).
 //! - Where the server gave its remaining quota, no more requests are out than it said remain
 //!   (`in_flight` counts those not yet answered), and a spent window holds every call until its
-//!   reset; where it gave only its policy, waiters leave at the policy's rate; where it gave
-//!   nothing, the backlog that built up while the gate was closed leaves one request at a time,
-//!   each after the previous came back healthy and never two in the same instant, and then the
-//!   gate opens for everyone.
-//! - Only the head of the queue waits for time to pass: one timer per gate, not one per call.
+//!   reset.
 
-use std::collections::VecDeque;
 use std::task::Waker;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// The least spacing between two releases when the server's rate is unknown.
-pub(crate) const SPACING: Duration = Duration::from_millis(1);
+use super::queue::Queue;
+use super::quota::{Quota, fold};
+use super::release::{Release, Reopening};
 
 /// How long a gate that owes a probe is remembered after its closure ended, with nobody
 /// waiting: long enough for calls arriving soon after to be let out one at a time.
 const PROBE_MEMORY: Duration = Duration::from_secs(60);
-
-/// Two reports whose resets lie further apart than this describe different windows. Resets
-/// are written in whole seconds and aged, so one window's resets differ by up to a second.
-const SAME_WINDOW: Duration = Duration::from_secs(2);
-
-/// The quota the server last reported, while its window lasts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Quota {
-    pub(crate) remaining: u64,
-    pub(crate) reset_at: Instant,
-}
 
 /// What the server said about the key in one response.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -73,74 +57,24 @@ impl Admission {
     };
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    /// Calls go as far as the quota allows.
-    Open,
-    /// The gate was closed: the next request out is a probe.
-    Probe,
-    /// A probe is out: nothing else goes until it comes back.
-    Probing,
-    /// The probe came back healthy: the backlog leaves, paced.
-    Releasing,
-}
-
-/// Whether a request may go now.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Release {
-    /// Yes, as a probe or not.
-    Go { probe: bool },
-    /// Not before this instant.
-    At(Instant),
-    /// Not until a probe comes back.
-    Blocked,
-}
-
-struct Slot {
-    id: u64,
-    waker: Option<Waker>,
-    /// The waiter left; its slot is dropped when it reaches the front.
-    gone: bool,
-}
-
 /// The state of one key's gate.
+#[derive(Default)]
 pub(crate) struct Gate {
     closed_until: Option<Instant>,
     quota: Option<Quota>,
-    interval: Option<Duration>,
     in_flight: u32,
-    phase: Phase,
+    reopening: Reopening,
     /// Counts closures: requests let through carry the epoch they went in.
     epoch: u64,
     /// The epoch of the request whose answer gave `quota`.
     quota_epoch: u64,
-    /// Waiters still to leave one at a time before the gate opens, when the rate is unknown.
-    backlog: usize,
-    last_release: Option<Instant>,
-    // Ordered by id; the front is always a waiter that has not left.
-    queue: VecDeque<Slot>,
-    waiting: usize,
-    next_id: u64,
+    queue: Queue,
     wakes: Vec<Waker>,
 }
 
 impl Gate {
     pub(crate) fn new() -> Self {
-        Gate {
-            closed_until: None,
-            quota: None,
-            interval: None,
-            in_flight: 0,
-            phase: Phase::Open,
-            epoch: 0,
-            quota_epoch: 0,
-            backlog: 0,
-            last_release: None,
-            queue: VecDeque::new(),
-            waiting: 0,
-            next_id: 0,
-            wakes: Vec::new(),
-        }
+        Gate::default()
     }
 
     /// A call arriving: let through at once (`Ok`), or given a place in the queue (`Err(id)`).
@@ -148,26 +82,14 @@ impl Gate {
     pub(crate) fn arrive(&mut self, now: Instant, respect_quota: bool) -> Result<Admission, u64> {
         if !respect_quota && self.closed_until.is_none_or(|until| until <= now) {
             self.in_flight += 1;
-            return Ok(Admission {
-                epoch: self.epoch,
-                probe: false,
-                counted: true,
-            });
+            return Ok(self.admission(false));
         }
-        if self.waiting == 0 {
+        if self.queue.len() == 0 {
             if let Release::Go { probe } = self.release(now) {
                 return Ok(self.admit(probe, now));
             }
         }
-        let id = self.next_id;
-        self.next_id += 1;
-        self.queue.push_back(Slot {
-            id,
-            waker: None,
-            gone: false,
-        });
-        self.waiting += 1;
-        Err(id)
+        Err(self.queue.push())
     }
 
     /// How long a call arriving now would wait at least: until the gate reopens.
@@ -187,21 +109,15 @@ impl Gate {
         now: Instant,
         waker: &Waker,
     ) -> Result<Admission, Option<Instant>> {
-        let Some(position) = self.position(id) else {
+        let Some(position) = self.queue.position(id) else {
             // Not queued: nothing holds it back.
             self.in_flight += 1;
-            return Ok(Admission {
-                epoch: self.epoch,
-                probe: false,
-                counted: true,
-            });
+            return Ok(self.admission(false));
         };
         let look_again = if position == 0 {
             match self.release(now) {
                 Release::Go { probe } => {
-                    self.queue.pop_front();
-                    self.waiting -= 1;
-                    self.drop_gone_front();
+                    self.queue.pop_head();
                     let admission = self.admit(probe, now);
                     self.wake_head();
                     return Ok(admission);
@@ -212,32 +128,14 @@ impl Gate {
         } else {
             None
         };
-        let slot = &mut self.queue[position];
-        if !slot
-            .waker
-            .as_ref()
-            .is_some_and(|known| known.will_wake(waker))
-        {
-            slot.waker = Some(waker.clone());
-        }
+        self.queue.remember(position, waker);
         Err(look_again)
     }
 
     /// The waiter `id` gives up (its call was dropped, or its budget ran out).
     pub(crate) fn leave(&mut self, id: u64) {
-        let Some(position) = self.position(id) else {
-            return;
-        };
-        self.waiting -= 1;
-        if position == 0 {
-            self.queue.pop_front();
-            self.drop_gone_front();
+        if self.queue.leave(id) {
             self.wake_head();
-        } else {
-            // Marked, not removed: leaving stays cheap with thousands waiting.
-            let slot = &mut self.queue[position];
-            slot.gone = true;
-            slot.waker = None;
         }
     }
 
@@ -247,13 +145,9 @@ impl Gate {
             self.in_flight = self.in_flight.saturating_sub(1);
         }
         if self.is_current_probe(admitted) {
-            self.phase = if report.refused {
-                Phase::Probe
-            } else if self.waiting == 0 || (self.rate_unknown() && self.backlog == 0) {
-                Phase::Open
-            } else {
-                Phase::Releasing
-            };
+            let quota_known = self.quota.is_some();
+            self.reopening
+                .probe_answered(report.refused, self.queue.len(), quota_known);
         }
         self.take_in(report, admitted.epoch, now);
         self.wake_head();
@@ -264,67 +158,6 @@ impl Gate {
         self.take_in(report, self.epoch, now);
     }
 
-    /// Takes in what the server said about the window of `epoch`.
-    fn take_in(&mut self, report: Report, epoch: u64, now: Instant) {
-        if let Some(until) = report.closed_until.filter(|until| *until > now) {
-            self.close_until(until);
-        }
-        if let Some(quota) = report.quota.filter(|quota| quota.reset_at > now) {
-            self.learn_quota(quota, epoch, now);
-        }
-        if report.interval.is_some() {
-            self.interval = report.interval;
-        }
-    }
-
-    /// Folds in a quota reported by a request let through in `epoch`. A report from before the
-    /// quota's epoch (a straggler from a window already over) is ignored; one whose reset is
-    /// clearly later starts a new window, unless the known one is spent and it has room (a
-    /// spent window has not reset yet: that is another, longer meter, and the hold stays);
-    /// one whose reset is clearly earlier is a straggler from the window before or another,
-    /// shorter meter, and replaces the known quota only if it says it is spent (a per-second
-    /// quota spent while the per-minute one still has room must hold the calls; one with room
-    /// left must not make the gate forget the longer window's count, which it would once its
-    /// reset passed). Within one window
-    /// the server's count only falls, so the lowest figure is the latest whatever order
-    /// answers came back in, and, each reset being the server's rounded-up countdown read
-    /// after it was written, the earliest reset is the closest to the truth; but a spent
-    /// window is held until the latest reset a report saying so named, since a limiter whose
-    /// reset moves (a token bucket's next token) refuses anything sooner.
-    fn learn_quota(&mut self, quota: Quota, epoch: u64, now: Instant) {
-        let Some(known) = self.quota.filter(|known| known.reset_at > now) else {
-            self.quota = Some(quota);
-            self.quota_epoch = epoch;
-            return;
-        };
-        if epoch < self.quota_epoch {
-            return;
-        }
-        let earlier = quota.reset_at + SAME_WINDOW < known.reset_at;
-        let later = quota.reset_at > known.reset_at + SAME_WINDOW;
-        let spent = known.remaining == 0;
-        // Another meter, or the window before, with room left: it neither lifts a spent
-        // window nor makes the gate forget a known count.
-        if (earlier && (quota.remaining != 0 || spent)) || (later && spent && quota.remaining != 0)
-        {
-            return;
-        }
-        self.quota = Some(if earlier || later || epoch > self.quota_epoch {
-            quota
-        } else {
-            Quota {
-                remaining: known.remaining.min(quota.remaining),
-                reset_at: match (known.remaining, quota.remaining) {
-                    (0, 0) => known.reset_at.max(quota.reset_at),
-                    (0, _) => known.reset_at,
-                    (_, 0) => quota.reset_at,
-                    _ => known.reset_at.min(quota.reset_at),
-                },
-            }
-        });
-        self.quota_epoch = self.quota_epoch.max(epoch);
-    }
-
     /// A request let through as `admitted` ended without a response (dropped, or a transport
     /// error): that says nothing about the limit, so a probe is owed again.
     pub(crate) fn abandoned(&mut self, admitted: Admission) {
@@ -332,7 +165,7 @@ impl Gate {
             self.in_flight = self.in_flight.saturating_sub(1);
         }
         if self.is_current_probe(admitted) {
-            self.phase = Phase::Probe;
+            self.reopening.probe_lost();
         }
         self.wake_head();
     }
@@ -344,21 +177,21 @@ impl Gate {
 
     /// Whether the gate remembers nothing a later call needs, so it may be forgotten.
     pub(crate) fn is_idle(&self, now: Instant) -> bool {
-        let probe_owed = self.phase == Phase::Probe
+        let probe_owed = self.reopening.owes_probe()
             && self
                 .closed_until
                 .is_some_and(|until| until + PROBE_MEMORY > now);
-        self.waiting == 0
+        self.queue.len() == 0
             && self.in_flight == 0
             && self.closed_until.is_none_or(|until| until <= now)
             && self.quota.is_none_or(|quota| quota.reset_at <= now)
-            && self.phase != Phase::Probing
+            && !self.reopening.is_probing()
             && !probe_owed
     }
 
     /// How many calls wait.
     pub(crate) fn waiters(&self) -> usize {
-        self.waiting
+        self.queue.len()
     }
 
     /// How many requests were let through and not answered.
@@ -371,12 +204,42 @@ impl Gate {
         self.quota.filter(|quota| quota.reset_at > now)
     }
 
+    /// Takes in what the server said about the window of `epoch`.
+    fn take_in(&mut self, report: Report, epoch: u64, now: Instant) {
+        if let Some(until) = report.closed_until.filter(|until| *until > now) {
+            self.close_until(until);
+        }
+        if let Some(quota) = report.quota.filter(|quota| quota.reset_at > now) {
+            self.learn_quota(quota, epoch, now);
+        }
+        if let Some(interval) = report.interval {
+            self.reopening.pace(interval);
+        }
+    }
+
+    /// Folds in a quota reported by a request let through in `epoch`: a report from before
+    /// the quota's epoch (a straggler from a window already over) is ignored.
+    fn learn_quota(&mut self, quota: Quota, epoch: u64, now: Instant) {
+        let Some(known) = self.quota(now) else {
+            self.quota = Some(quota);
+            self.quota_epoch = epoch;
+            return;
+        };
+        if epoch < self.quota_epoch {
+            return;
+        }
+        if let Some(folded) = fold(known, quota, epoch > self.quota_epoch) {
+            self.quota = Some(folded);
+            self.quota_epoch = epoch;
+        }
+    }
+
     /// Closes the gate until `until`, unless it is closed longer already; a closure that moves
     /// the reopening later owes a probe.
     fn close_until(&mut self, until: Instant) {
         if Some(until) > self.closed_until {
             self.closed_until = Some(until);
-            self.phase = Phase::Probe;
+            self.reopening.closed();
             self.epoch += 1;
         }
     }
@@ -384,7 +247,7 @@ impl Gate {
     /// The reset of a window the server said is spent.
     fn spent_until(&self) -> Option<Instant> {
         self.quota
-            .filter(|quota| quota.remaining == 0)
+            .filter(Quota::is_spent)
             .map(|quota| quota.reset_at)
     }
 
@@ -412,39 +275,16 @@ impl Gate {
         if self.all_out() {
             return Release::Blocked;
         }
-        match self.phase {
-            Phase::Probing => Release::Blocked,
-            Phase::Probe => Release::Go { probe: true },
-            Phase::Open => Release::Go { probe: false },
-            // The server said how much is left: up to that, at once.
-            Phase::Releasing if self.quota.is_some() => Release::Go { probe: false },
-            Phase::Releasing => match self.next_release().filter(|at| *at > now) {
-                Some(at) => Release::At(at),
-                // At its policy's rate; or, knowing nothing, one at a time.
-                None => Release::Go {
-                    probe: self.interval.is_none(),
-                },
-            },
-        }
+        self.reopening.next(now, self.quota.is_some())
     }
 
     fn admit(&mut self, probe: bool, now: Instant) -> Admission {
         self.in_flight += 1;
-        if self.phase == Phase::Probe {
-            // The first out after a closure: the backlog it leaves behind.
-            self.backlog = self.waiting;
-        } else if probe {
-            self.backlog = self.backlog.saturating_sub(1);
-        }
-        if probe {
-            self.phase = Phase::Probing;
-        }
-        if self.phase != Phase::Open {
-            self.last_release = Some(now);
-        }
-        if self.waiting == 0 && self.phase == Phase::Releasing {
-            self.phase = Phase::Open;
-        }
+        self.reopening.admitted(probe, now, self.queue.len());
+        self.admission(probe)
+    }
+
+    fn admission(&self, probe: bool) -> Admission {
         Admission {
             epoch: self.epoch,
             probe,
@@ -453,36 +293,11 @@ impl Gate {
     }
 
     fn is_current_probe(&self, admitted: Admission) -> bool {
-        admitted.probe && admitted.epoch == self.epoch && self.phase == Phase::Probing
-    }
-
-    /// Whether the server gave neither quota nor policy: its backlog leaves one at a time.
-    fn rate_unknown(&self) -> bool {
-        self.quota.is_none() && self.interval.is_none()
-    }
-
-    /// The earliest the next paced release may go: the policy's spacing (or the least
-    /// spacing) after the last one.
-    fn next_release(&self) -> Option<Instant> {
-        let spacing = self.interval.unwrap_or(SPACING).max(SPACING);
-        self.last_release.map(|last| last + spacing)
-    }
-
-    fn position(&self, id: u64) -> Option<usize> {
-        self.queue
-            .binary_search_by_key(&id, |slot| slot.id)
-            .ok()
-            .filter(|position| !self.queue[*position].gone)
-    }
-
-    fn drop_gone_front(&mut self) {
-        while self.queue.front().is_some_and(|slot| slot.gone) {
-            self.queue.pop_front();
-        }
+        admitted.probe && admitted.epoch == self.epoch && self.reopening.is_probing()
     }
 
     fn wake_head(&mut self) {
-        if let Some(waker) = self.queue.front_mut().and_then(|slot| slot.waker.take()) {
+        if let Some(waker) = self.queue.take_head_waker() {
             self.wakes.push(waker);
         }
     }
@@ -490,6 +305,7 @@ impl Gate {
 
 #[cfg(test)]
 mod tests {
+    use super::super::release::SPACING;
     use super::*;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -690,7 +506,7 @@ mod tests {
             assert!(pair[1] - pair[0] >= SPACING, "{pair:?}");
         }
         // The backlog gone, the call that arrived during it goes with no probe, at once.
-        let late = gate.queue.front().unwrap().id;
+        let late = gate.queue.head().unwrap();
         assert!(!gate.poll_waiter(late, clock, &waker).unwrap().probe);
         assert!(!gate.come(clock).unwrap().probe, "open again");
     }
@@ -965,7 +781,7 @@ mod tests {
         gate.leave(ids[3]);
         assert_eq!(gate.waiters(), 0);
         assert!(
-            gate.queue.is_empty(),
+            gate.queue.is_drained(),
             "gone places are dropped as they reach the front"
         );
         gate.leave(ids[3]);

@@ -6,6 +6,11 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
+use tokio::time::Instant;
+
+use super::quota::Quota;
+use super::state::Report;
+use super::time::{to_instant, to_wall};
 use crate::key::Key;
 
 /// What the server said about a key's window, in wall-clock time so that it means the same in
@@ -51,6 +56,29 @@ impl Window {
     pub fn is_current(&self, now: SystemTime) -> bool {
         self.closed_until.is_some_and(|until| until > now)
             || self.quota.is_some_and(|(_, reset)| reset > now)
+    }
+
+    /// What a response said, on the wall clock, to share.
+    pub(super) fn from_report(report: Report, now: Instant) -> Window {
+        Window {
+            closed_until: report.closed_until.map(|at| to_wall(at, now)),
+            quota: report
+                .quota
+                .map(|quota| (quota.remaining, to_wall(quota.reset_at, now))),
+        }
+    }
+
+    /// This window on this process's clock, as a report to take in.
+    pub(super) fn to_report(self, now: Instant) -> Report {
+        Report {
+            refused: false,
+            closed_until: self.closed_until.map(|at| to_instant(at, now)),
+            quota: self.quota.map(|(remaining, reset)| Quota {
+                remaining,
+                reset_at: to_instant(reset, now),
+            }),
+            interval: None,
+        }
     }
 }
 

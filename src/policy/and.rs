@@ -1,8 +1,6 @@
 //! [`And`]: one policy decides, another may veto.
 
-use http::request::Parts;
-
-use super::{Action, Outcome, Policy};
+use super::{Action, Attempt, Policy};
 
 /// A policy where the first decides and the second may veto with [`Action::Return`]; made by
 /// [`PolicyExt::and`](super::PolicyExt::and).
@@ -10,9 +8,9 @@ use super::{Action, Outcome, Policy};
 /// # Example
 ///
 /// ```
-/// use tower_retry_after::policy::{classify_fn, Action, Outcome, PolicyExt, StatusPolicy};
+/// use tower_retry_after::policy::{classify_fn, Action, Attempt, PolicyExt, StatusPolicy};
 ///
-/// let policy = StatusPolicy::new().and(classify_fn(|_: &http::request::Parts, _: Outcome<'_, String>| Action::Return));
+/// let policy = StatusPolicy::new().and(classify_fn(|_: &Attempt<'_, String>| Action::Return));
 /// # let _ = policy;
 /// ```
 #[derive(Clone, Copy, Debug)]
@@ -32,10 +30,10 @@ where
     A: Policy<Body, ResBody>,
     B: Policy<Body, ResBody>,
 {
-    fn classify(&mut self, request: &Parts, outcome: Outcome<'_, ResBody>) -> Action {
-        match self.first.classify(request, outcome) {
+    fn classify(&mut self, attempt: &Attempt<'_, ResBody>) -> Action {
+        match self.first.classify(attempt) {
             Action::Return => Action::Return,
-            decided => match self.second.classify(request, outcome) {
+            decided => match self.second.classify(attempt) {
                 Action::Return => Action::Return,
                 _ => decided,
             },

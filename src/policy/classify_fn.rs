@@ -3,28 +3,26 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use http::request::Parts;
+use super::{Action, Attempt, Policy};
 
-use super::{Action, Outcome, Policy};
-
-/// Makes a policy of a closure that classifies outcomes. It copies no body: on its own it
+/// Makes a policy of a closure that classifies attempts. It copies no body: on its own it
 /// retries nothing with a body, so it is meant to be combined with a policy that does
 /// ([`PolicyExt::and`](super::PolicyExt::and), [`PolicyExt::or`](super::PolicyExt::or)).
 ///
 /// # Example
 ///
 /// ```
-/// use tower_retry_after::policy::{classify_fn, Action, Outcome};
+/// use tower_retry_after::policy::{classify_fn, Action, Attempt};
 ///
-/// let only_429 = classify_fn(|_: &http::request::Parts, outcome: Outcome<'_, String>| match outcome {
-///     Outcome::Response(response) if response.status() == 429 => Action::RateLimited,
+/// let only_429 = classify_fn(|attempt: &Attempt<'_, String>| match attempt.response() {
+///     Some(response) if response.status() == 429 => Action::RateLimited,
 ///     _ => Action::Return,
 /// });
 /// # let _ = only_429;
 /// ```
 pub fn classify_fn<F, ResBody>(classify: F) -> ClassifyFn<F, ResBody>
 where
-    F: FnMut(&Parts, Outcome<'_, ResBody>) -> Action,
+    F: FnMut(&Attempt<'_, ResBody>) -> Action,
 {
     ClassifyFn {
         classify,
@@ -56,9 +54,9 @@ impl<F, ResBody> fmt::Debug for ClassifyFn<F, ResBody> {
 
 impl<B, ResBody, F> Policy<B, ResBody> for ClassifyFn<F, ResBody>
 where
-    F: FnMut(&Parts, Outcome<'_, ResBody>) -> Action,
+    F: FnMut(&Attempt<'_, ResBody>) -> Action,
 {
-    fn classify(&mut self, request: &Parts, outcome: Outcome<'_, ResBody>) -> Action {
-        (self.classify)(request, outcome)
+    fn classify(&mut self, attempt: &Attempt<'_, ResBody>) -> Action {
+        (self.classify)(attempt)
     }
 }

@@ -1,29 +1,30 @@
 //! What is retried, and how a request is sent again.
 //!
-//! A [`Policy`] sees each attempt's outcome (a response, or the inner service's error) and
-//! answers with an [`Action`]: hand it to the caller, retry after a wait, or treat it as rate
-//! limited. It also says how the request body is replayed: a body it cannot copy is sent once
-//! and never retried.
+//! A [`Policy`] sees each [`Attempt`] (the request, and what came back: a response, or the
+//! inner service's error) and answers with an [`Action`]: hand it to the caller, retry after a
+//! wait, or treat it as rate limited. It also says how the request body is replayed: a body it
+//! cannot copy is sent once and never retried.
 //!
 //! [`StatusPolicy`] is the default, with the table from the crate's design: 429 is rate
 //! limited on any method, 408/500/502/503/504 and mid-flight transport errors are retried only
 //! for idempotent requests, connect errors (nothing was sent) on any method. Overrides merge
 //! over that table.
 //!
-//! Policies combine with [`PolicyExt::and`] and [`PolicyExt::or`], and a closure becomes one
-//! with [`classify_fn`].
+//! Policies combine with [`PolicyExt::and`] and [`PolicyExt::or`]; a closure becomes one with
+//! [`classify_fn`], and a closure that copies a body type of your own joins the default table
+//! with [`clone_body_fn`].
 //!
 //! # Example
 //!
 //! ```
 //! use http::StatusCode;
-//! use tower_retry_after::policy::{classify_fn, Action, Behaviour, PolicyExt, StatusPolicy};
+//! use tower_retry_after::policy::{classify_fn, Action, Attempt, Behaviour, PolicyExt, StatusPolicy};
 //!
 //! // 520 (an origin error behind a CDN) is retried like a 502; 502 and 503 keep their defaults.
 //! let table = StatusPolicy::new().on(StatusCode::from_u16(520).unwrap(), Behaviour::RetryIfIdempotent);
 //! // Never retry anything under /payments, whatever the table says.
-//! let payments = classify_fn(|request: &http::request::Parts, _outcome| {
-//!     if request.uri.path().starts_with("/payments") {
+//! let payments = classify_fn(|attempt: &Attempt<'_, String>| {
+//!     if attempt.request().uri.path().starts_with("/payments") {
 //!         Action::Return
 //!     } else {
 //!         Action::Retry
@@ -35,7 +36,9 @@
 //! ```
 
 mod and;
+mod attempt;
 mod classify_fn;
+mod clone_body_fn;
 mod idempotent;
 mod or;
 mod replay;
@@ -43,10 +46,11 @@ mod status;
 mod transport;
 
 use http::Response;
-use http::request::Parts;
 
 pub use and::And;
+pub use attempt::Attempt;
 pub use classify_fn::{ClassifyFn, classify_fn};
+pub use clone_body_fn::{CloneBodyFn, clone_body_fn};
 pub use idempotent::is_idempotent;
 pub use or::Or;
 pub use replay::ReplayBody;
@@ -58,6 +62,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What an attempt produced: a response, or the inner service's error.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Outcome<'a, ResBody> {
     /// The server answered.
     Response(&'a Response<ResBody>),
@@ -75,6 +80,7 @@ impl<ResBody> Copy for Outcome<'_, ResBody> {}
 
 /// What to do with an attempt's outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Action {
     /// Hand the outcome to the caller.
     Return,
@@ -95,20 +101,19 @@ pub enum Action {
 /// # Example
 ///
 /// ```
-/// use http::request::Parts;
-/// use tower_retry_after::policy::{Action, Outcome, Policy};
+/// use tower_retry_after::policy::{Action, Attempt, Policy};
 ///
 /// /// Retries every 5xx, on any method: only for an API whose writes are all idempotent.
 /// #[derive(Clone)]
 /// struct AllWritesIdempotent;
 ///
 /// impl<ResBody> Policy<String, ResBody> for AllWritesIdempotent {
-///     fn classify(&mut self, _request: &Parts, outcome: Outcome<'_, ResBody>) -> Action {
-///         match outcome {
-///             Outcome::Response(response) if response.status().as_u16() == 429 => Action::RateLimited,
-///             Outcome::Response(response) if response.status().is_server_error() => Action::Retry,
-///             Outcome::Response(_) => Action::Return,
-///             Outcome::Error(_) => Action::Retry,
+///     fn classify(&mut self, attempt: &Attempt<'_, ResBody>) -> Action {
+///         match attempt.response() {
+///             Some(response) if response.status().as_u16() == 429 => Action::RateLimited,
+///             Some(response) if response.status().is_server_error() => Action::Retry,
+///             Some(_) => Action::Return,
+///             None => Action::Retry,
 ///         }
 ///     }
 ///
@@ -118,8 +123,11 @@ pub enum Action {
 /// }
 /// ```
 pub trait Policy<B, ResBody> {
-    /// What to do with this outcome of the request described by `request`.
-    fn classify(&mut self, request: &Parts, outcome: Outcome<'_, ResBody>) -> Action;
+    /// What to do with this attempt's outcome.
+    ///
+    /// A response carries what the layer read of its headers, as a
+    /// [`RateLimitInfo`](crate::RateLimitInfo) in its extensions, by the time it is classified.
+    fn classify(&mut self, attempt: &Attempt<'_, ResBody>) -> Action;
 
     /// A copy of the request body for another attempt; `None` (the default) means the request
     /// is sent once and never retried.
@@ -132,8 +140,8 @@ impl<B, ResBody, P> Policy<B, ResBody> for &mut P
 where
     P: Policy<B, ResBody> + ?Sized,
 {
-    fn classify(&mut self, request: &Parts, outcome: Outcome<'_, ResBody>) -> Action {
-        (**self).classify(request, outcome)
+    fn classify(&mut self, attempt: &Attempt<'_, ResBody>) -> Action {
+        (**self).classify(attempt)
     }
 
     fn clone_body(&self, body: &B) -> Option<B> {
@@ -145,8 +153,8 @@ impl<B, ResBody, P> Policy<B, ResBody> for Box<P>
 where
     P: Policy<B, ResBody> + ?Sized,
 {
-    fn classify(&mut self, request: &Parts, outcome: Outcome<'_, ResBody>) -> Action {
-        (**self).classify(request, outcome)
+    fn classify(&mut self, attempt: &Attempt<'_, ResBody>) -> Action {
+        (**self).classify(attempt)
     }
 
     fn clone_body(&self, body: &B) -> Option<B> {
@@ -160,10 +168,10 @@ pub trait PolicyExt: Sized {
     /// is returned. A body is copied by whichever of the two can.
     ///
     /// ```
-    /// use tower_retry_after::policy::{classify_fn, Action, Outcome, PolicyExt, StatusPolicy};
+    /// use tower_retry_after::policy::{classify_fn, Action, Attempt, PolicyExt, StatusPolicy};
     ///
-    /// let no_retries_for_uploads = StatusPolicy::new().and(classify_fn(|request: &http::request::Parts, _: Outcome<'_, String>| {
-    ///     if request.uri.path() == "/upload" { Action::Return } else { Action::Retry }
+    /// let no_retries_for_uploads = StatusPolicy::new().and(classify_fn(|attempt: &Attempt<'_, String>| {
+    ///     if attempt.request().uri.path() == "/upload" { Action::Return } else { Action::Retry }
     /// }));
     /// # let _ = no_retries_for_uploads;
     /// ```
@@ -175,12 +183,12 @@ pub trait PolicyExt: Sized {
     /// by whichever of the two can.
     ///
     /// ```
-    /// use tower_retry_after::policy::{classify_fn, Action, Outcome, PolicyExt, StatusPolicy};
+    /// use tower_retry_after::policy::{classify_fn, Action, Attempt, PolicyExt, StatusPolicy};
     ///
     /// // Also retry 409 Conflict, which this API uses for "try again".
-    /// let conflicts_too = StatusPolicy::new().or(classify_fn(|_: &http::request::Parts, outcome: Outcome<'_, String>| {
-    ///     match outcome {
-    ///         Outcome::Response(response) if response.status() == 409 => Action::Retry,
+    /// let conflicts_too = StatusPolicy::new().or(classify_fn(|attempt: &Attempt<'_, String>| {
+    ///     match attempt.response() {
+    ///         Some(response) if response.status() == 409 => Action::Retry,
     ///         _ => Action::Return,
     ///     }
     /// }));
@@ -197,7 +205,7 @@ impl<P> PolicyExt for P {}
 mod tests {
     use super::*;
 
-    fn get() -> Parts {
+    fn get() -> http::request::Parts {
         http::Request::get("http://api.test/")
             .body(())
             .unwrap()
@@ -207,7 +215,7 @@ mod tests {
 
     fn classify(policy: &mut impl Policy<String, ()>, status: u16) -> Action {
         let response = Response::builder().status(status).body(()).unwrap();
-        policy.classify(&get(), Outcome::Response(&response))
+        policy.classify(&Attempt::new(&get(), Outcome::Response(&response), 1))
     }
 
     fn copies(policy: &impl Policy<String, ()>) -> Option<String> {
@@ -215,7 +223,7 @@ mod tests {
     }
 
     fn always(action: Action) -> impl Policy<String, ()> + Clone {
-        classify_fn(move |_: &Parts, _: Outcome<'_, ()>| action)
+        classify_fn(move |_: &Attempt<'_, ()>| action)
     }
 
     #[test]
@@ -243,5 +251,53 @@ mod tests {
         assert_eq!(copies(&never().or(never())), None);
         let boxed: Box<dyn Policy<String, ()>> = Box::new(replays());
         assert_eq!(copies(&boxed).as_deref(), Some("payload"));
+    }
+
+    #[test]
+    fn an_attempt_shows_its_request_its_outcome_and_its_number() {
+        let request = get();
+        let response = Response::builder().status(503).body(()).unwrap();
+        let answered = Attempt::new(&request, Outcome::Response(&response), 2);
+        assert_eq!(answered.request().uri, "http://api.test/");
+        assert_eq!(
+            answered.response().map(Response::status),
+            Some(503.try_into().unwrap())
+        );
+        assert!(answered.error().is_none());
+        assert_eq!(answered.number(), 2);
+        let error: BoxError = "connection reset".into();
+        let failed = Attempt::<()>::new(&request, Outcome::Error(&error), 1);
+        assert!(failed.response().is_none());
+        assert_eq!(failed.error().unwrap().to_string(), "connection reset");
+        assert!(matches!(failed.outcome(), Outcome::Error(_)));
+        assert_eq!(failed.number(), 1);
+    }
+
+    /// A body type this crate does not know.
+    #[derive(Clone, Debug, PartialEq)]
+    struct Payload(u8);
+
+    #[test]
+    fn clone_body_fn_copies_with_its_closure_and_classifies_by_its_table() {
+        let response = |status| Response::builder().status(status).body(()).unwrap();
+        let mut default = clone_body_fn(|body: &Payload| Some(body.clone()));
+        assert_eq!(
+            Policy::<Payload, ()>::clone_body(&default, &Payload(7)),
+            Some(Payload(7))
+        );
+        let classify = |policy: &mut dyn Policy<Payload, ()>, status| {
+            let answer = response(status);
+            policy.classify(&Attempt::new(&get(), Outcome::Response(&answer), 1))
+        };
+        assert_eq!(classify(&mut default, 429), Action::RateLimited);
+        assert_eq!(classify(&mut default, 520), Action::Return);
+        let mut table = StatusPolicy::new()
+            .on(
+                http::StatusCode::from_u16(520).unwrap(),
+                Behaviour::RetryIfIdempotent,
+            )
+            .clone_body_with(|_: &Payload| None);
+        assert_eq!(classify(&mut table, 520), Action::Retry);
+        assert_eq!(Policy::<Payload, ()>::clone_body(&table, &Payload(7)), None);
     }
 }

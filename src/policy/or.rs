@@ -1,8 +1,6 @@
 //! [`Or`]: one policy decides, another decides where the first returns.
 
-use http::request::Parts;
-
-use super::{Action, Outcome, Policy};
+use super::{Action, Attempt, Policy};
 
 /// A policy where the first decides, and the second decides what the first would return; made
 /// by [`PolicyExt::or`](super::PolicyExt::or).
@@ -10,9 +8,9 @@ use super::{Action, Outcome, Policy};
 /// # Example
 ///
 /// ```
-/// use tower_retry_after::policy::{classify_fn, Action, Outcome, PolicyExt, StatusPolicy};
+/// use tower_retry_after::policy::{classify_fn, Action, Attempt, PolicyExt, StatusPolicy};
 ///
-/// let policy = StatusPolicy::new().or(classify_fn(|_: &http::request::Parts, _: Outcome<'_, String>| Action::Retry));
+/// let policy = StatusPolicy::new().or(classify_fn(|_: &Attempt<'_, String>| Action::Retry));
 /// # let _ = policy;
 /// ```
 #[derive(Clone, Copy, Debug)]
@@ -32,9 +30,9 @@ where
     A: Policy<Body, ResBody>,
     B: Policy<Body, ResBody>,
 {
-    fn classify(&mut self, request: &Parts, outcome: Outcome<'_, ResBody>) -> Action {
-        match self.first.classify(request, outcome) {
-            Action::Return => self.second.classify(request, outcome),
+    fn classify(&mut self, attempt: &Attempt<'_, ResBody>) -> Action {
+        match self.first.classify(attempt) {
+            Action::Return => self.second.classify(attempt),
             decided => decided,
         }
     }

@@ -2,14 +2,14 @@
 
 use std::sync::Arc;
 
-use http::request::Parts;
 use http::{HeaderName, StatusCode};
 
 use super::replay::ReplayBody;
-use super::{Action, Outcome, Policy, is_connect_error, is_idempotent};
+use super::{Action, Attempt, CloneBodyFn, Outcome, Policy, is_connect_error, is_idempotent};
 
 /// What an outcome means for retrying, before the request's idempotency is known.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Behaviour {
     /// Hand it to the caller.
     Return,
@@ -82,11 +82,33 @@ impl StatusPolicy {
             .map_or_else(|| default_behaviour(status), |(_, behaviour)| *behaviour)
     }
 
-    /// The action for an outcome of `request`: what [`Policy::classify`] answers. Usable from a
-    /// policy of your own, for instance one that replays a body type [`ReplayBody`] does not
-    /// cover.
-    pub fn action<ResBody>(&self, request: &Parts, outcome: Outcome<'_, ResBody>) -> Action {
-        let behaviour = match outcome {
+    /// The same table, with request bodies copied by `clone`: for a body type [`ReplayBody`]
+    /// does not cover (see [`clone_body_fn`](super::clone_body_fn)).
+    ///
+    /// ```
+    /// use http::StatusCode;
+    /// use tower_retry_after::policy::{Behaviour, StatusPolicy};
+    ///
+    /// #[derive(Clone)]
+    /// struct Payload(Vec<u8>);
+    ///
+    /// let policy = StatusPolicy::new()
+    ///     .on(StatusCode::from_u16(520).unwrap(), Behaviour::RetryIfIdempotent)
+    ///     .clone_body_with(|body: &Payload| Some(body.clone()));
+    /// # let _ = policy;
+    /// ```
+    pub fn clone_body_with<F, B>(self, clone: F) -> CloneBodyFn<F>
+    where
+        F: Fn(&B) -> Option<B>,
+    {
+        CloneBodyFn::new(self, clone)
+    }
+
+    /// The action for an attempt: what [`Policy::classify`] answers. Usable from a policy of
+    /// your own.
+    pub fn action<ResBody>(&self, attempt: &Attempt<'_, ResBody>) -> Action {
+        let request = attempt.request();
+        let behaviour = match attempt.outcome() {
             Outcome::Response(response) => {
                 let status = response.status();
                 let behaviour = self.behaviour(status);
@@ -116,8 +138,8 @@ impl StatusPolicy {
 }
 
 impl<B: ReplayBody, ResBody> Policy<B, ResBody> for StatusPolicy {
-    fn classify(&mut self, request: &Parts, outcome: Outcome<'_, ResBody>) -> Action {
-        self.action(request, outcome)
+    fn classify(&mut self, attempt: &Attempt<'_, ResBody>) -> Action {
+        self.action(attempt)
     }
 
     fn clone_body(&self, body: &B) -> Option<B> {
@@ -153,6 +175,7 @@ fn should_retry(headers: &http::HeaderMap) -> Option<bool> {
 mod tests {
     use super::*;
     use http::Response;
+    use http::request::Parts;
 
     fn request(method: &str) -> Parts {
         http::Request::builder()
@@ -172,8 +195,20 @@ mod tests {
         response.body(()).unwrap()
     }
 
+    fn verdict<ResBody>(
+        policy: &StatusPolicy,
+        request: &Parts,
+        outcome: Outcome<'_, ResBody>,
+    ) -> Action {
+        policy.action(&Attempt::new(request, outcome, 1))
+    }
+
     fn action(policy: &StatusPolicy, method: &str, status: u16) -> Action {
-        policy.action(&request(method), Outcome::Response(&response(status, None)))
+        verdict(
+            policy,
+            &request(method),
+            Outcome::Response(&response(status, None)),
+        )
     }
 
     #[test]
@@ -263,7 +298,7 @@ mod tests {
             .insert("idempotency-key", "k".parse().unwrap());
         let outcome = response(502, None);
         assert_eq!(
-            StatusPolicy::new().action(&keyed, Outcome::Response(&outcome)),
+            verdict(&StatusPolicy::new(), &keyed, Outcome::Response(&outcome)),
             Action::Retry
         );
     }
@@ -272,18 +307,23 @@ mod tests {
     fn x_should_retry_overrides_the_table() {
         let policy = StatusPolicy::new();
         let post = request("POST");
-        let verdict =
-            |status, value| policy.action(&post, Outcome::Response(&response(status, Some(value))));
-        assert_eq!(verdict(502, "true"), Action::Retry);
-        assert_eq!(verdict(409, "true"), Action::Retry);
-        assert_eq!(verdict(429, "true"), Action::RateLimited);
-        assert_eq!(verdict(429, "false"), Action::Return);
-        assert_eq!(verdict(200, "true"), Action::Return);
-        assert_eq!(verdict(502, "maybe"), Action::Return);
+        let says = |status, value| {
+            verdict(
+                &policy,
+                &post,
+                Outcome::Response(&response(status, Some(value))),
+            )
+        };
+        assert_eq!(says(502, "true"), Action::Retry);
+        assert_eq!(says(409, "true"), Action::Retry);
+        assert_eq!(says(429, "true"), Action::RateLimited);
+        assert_eq!(says(429, "false"), Action::Return);
+        assert_eq!(says(200, "true"), Action::Return);
+        assert_eq!(says(502, "maybe"), Action::Return);
         let get = request("GET");
         let outcome = response(503, Some("false"));
         assert_eq!(
-            policy.action(&get, Outcome::Response(&outcome)),
+            verdict(&policy, &get, Outcome::Response(&outcome)),
             Action::Return
         );
     }
@@ -292,7 +332,7 @@ mod tests {
     fn a_success_is_retried_only_when_an_override_says_so_and_x_should_retry_does_not_widen_it() {
         let accepted = |value| response(202, value);
         let verdict = |policy: &StatusPolicy, method, outcome: &Response<()>| {
-            policy.action(&request(method), Outcome::Response(outcome))
+            verdict(policy, &request(method), Outcome::Response(outcome))
         };
         let polling = StatusPolicy::new().on(StatusCode::ACCEPTED, Behaviour::Retry);
         assert_eq!(verdict(&polling, "POST", &accepted(None)), Action::Retry);
@@ -318,11 +358,11 @@ mod tests {
         let error: super::super::BoxError = "connection reset".into();
         let policy = StatusPolicy::new();
         assert_eq!(
-            policy.action::<()>(&request("GET"), Outcome::Error(&error)),
+            verdict::<()>(&policy, &request("GET"), Outcome::Error(&error)),
             Action::Retry
         );
         assert_eq!(
-            policy.action::<()>(&request("POST"), Outcome::Error(&error)),
+            verdict::<()>(&policy, &request("POST"), Outcome::Error(&error)),
             Action::Return
         );
     }

@@ -1,0 +1,64 @@
+//! What every call through one layer shares: its settings, its gates, how it names a request's
+//! key and where its jitter comes from. One value, built by the layer and held by the service
+//! behind an `Arc`, so a call takes all of it with one reference count.
+
+use http::request::Parts;
+
+use crate::gate::Gates;
+use crate::jitter::{Draws, Jitter};
+use crate::key::{Key, KeyFn, by_origin};
+use crate::settings::Settings;
+
+/// One layer's configuration.
+#[derive(Clone)]
+pub(crate) struct Config {
+    pub(crate) settings: Settings,
+    pub(crate) gates: Gates,
+    pub(crate) key: KeyFn,
+    pub(crate) jitter: Jitter,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            settings: Settings::default(),
+            gates: Gates::new(),
+            key: by_origin(),
+            jitter: Jitter::Random,
+        }
+    }
+}
+
+impl Config {
+    /// This configuration with its settings' floors applied: what a service runs with.
+    pub(crate) fn in_force(&self) -> Config {
+        Config {
+            settings: self.settings.effective(),
+            ..self.clone()
+        }
+    }
+
+    /// The key a request counts against; `None` when it is not gated: the key function says
+    /// so, or the layer only observes (it then neither waits nor blocks a later call).
+    pub(crate) fn key_of(&self, request: &Parts) -> Option<Key> {
+        if self.settings.retry_on_rate_limit {
+            (self.key)(request)
+        } else {
+            None
+        }
+    }
+
+    /// The random draws of the next call.
+    pub(crate) fn draws(&self) -> Draws {
+        self.jitter.for_call()
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("settings", &self.settings)
+            .field("gates", &self.gates)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,227 @@
+//! One call's dealings with its key's gate: entering it, telling it what a response said, and
+//! asking whether it holds a wait. The future holds a [`Call`] and the tickets it hands out,
+//! and nothing else of the gate.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::Gates;
+use super::quota::Quota;
+use super::state::{Admission, Gate, Report};
+use super::ticket::{Pass, Place};
+use super::time::after;
+use crate::headers::RateLimitInfo;
+use crate::key::Key;
+use crate::settings::Settings;
+
+/// A gated call's handle on its gate.
+pub(crate) struct Call {
+    gates: Gates,
+    key: Key,
+}
+
+/// What a call meets at the gate.
+pub(crate) enum Entered {
+    /// It may go now.
+    Admitted(Pass),
+    /// It waits, in this place.
+    Queued(Place),
+    /// The gate stays closed longer than the call may wait.
+    Throttled(Duration),
+}
+
+impl Call {
+    pub(crate) fn new(gates: Gates, key: Key) -> Self {
+        Call { gates, key }
+    }
+
+    /// The key the call counts against.
+    pub(crate) fn key(&self) -> &Key {
+        &self.key
+    }
+
+    /// The call arrives with `budget` left to wait.
+    pub(crate) fn enter(&self, now: Instant, budget: Duration, settings: &Settings) -> Entered {
+        let registry = &self.gates.registry;
+        // Read before the table is locked: a shared store may be slow.
+        let shared = registry
+            .store
+            .as_ref()
+            .and_then(|store| store.load(&self.key));
+        let mut table = registry.lock();
+        if let Some(window) = shared {
+            table.learn(&self.key, window.to_report(now), now, registry.capacity);
+        }
+        if let Some(gate) = table.gates.get_mut(&self.key) {
+            return self.arrive(gate, now, budget, settings);
+        }
+        // Counted from the first call: responses to the first calls on a key report the quota
+        // after one request, while the others are still out and will spend theirs.
+        if !table.make_room(now, registry.capacity, false) {
+            return Entered::Admitted(self.pass(Admission::UNCOUNTED));
+        }
+        let gate = table.gates.entry(self.key.clone()).or_default();
+        self.arrive(gate, now, budget, settings)
+    }
+
+    /// The call at its `gate`: throttled if the gate stays closed beyond `budget`, else let
+    /// through or queued.
+    fn arrive(
+        &self,
+        gate: &mut Gate,
+        now: Instant,
+        budget: Duration,
+        settings: &Settings,
+    ) -> Entered {
+        if let Some(closed_for) = gate.closed_for(now) {
+            if closed_for > budget {
+                return Entered::Throttled(closed_for);
+            }
+        }
+        match gate.arrive(now, settings.respect_remaining) {
+            Ok(admission) => Entered::Admitted(self.pass(admission)),
+            Err(id) => Entered::Queued(Place::new(self.gates.clone(), self.key.clone(), id)),
+        }
+    }
+
+    fn pass(&self, admission: Admission) -> Pass {
+        Pass::new(self.gates.clone(), self.key.clone(), admission)
+    }
+
+    /// How long the gate stays closed, if it is.
+    pub(crate) fn closed_for(&self, now: Instant) -> Option<Duration> {
+        self.gates
+            .registry
+            .lock()
+            .gates
+            .get(&self.key)?
+            .closed_for(now)
+    }
+
+    /// Whether the gate is closed for at least `wait`: then the call may wait there; otherwise
+    /// (the gate could not keep the closure) it sleeps the wait itself.
+    pub(crate) fn holds(&self, now: Instant, wait: Duration) -> bool {
+        self.closed_for(now)
+            .is_some_and(|closed_for| closed_for >= wait)
+    }
+}
+
+/// What one response said that the layer acts on.
+pub(crate) struct Said {
+    /// How long the server said to wait, if it did.
+    pub(crate) instruction: Option<Duration>,
+    /// The quota closest to running out, when the layer respects what remains.
+    quota: Option<Quota>,
+    /// The spacing the server's shortest policy asks for.
+    interval: Option<Duration>,
+}
+
+impl Said {
+    /// What the gate and the retry need from a response's reading, taken before the reading
+    /// is handed to the caller on the response.
+    pub(crate) fn read(info: &RateLimitInfo, now: Instant, settings: &Settings) -> Said {
+        Said {
+            instruction: info.instructed_wait(),
+            // A window longer than the cap is not held against later calls, as an instruction
+            // over the cap is not: blocking them for an hour is worse than letting them decide.
+            quota: settings
+                .respect_remaining
+                .then(|| quota(info, after(now, settings.retry_after_cap)))
+                .flatten(),
+            interval: interval(info),
+        }
+    }
+
+    /// What the gate takes in: what was said, whether it was a refusal, and until when the
+    /// layer closes the gate.
+    pub(crate) fn report(&self, refused: bool, closed_until: Option<Instant>) -> Report {
+        Report {
+            refused,
+            closed_until,
+            quota: self.quota,
+            interval: self.interval,
+        }
+    }
+}
+
+/// The quota closest to running out among the meters that say what is left and reset by
+/// `horizon`.
+fn quota(info: &RateLimitInfo, horizon: Instant) -> Option<Quota> {
+    info.meters()
+        .iter()
+        .filter_map(|meter| {
+            let reset_at = meter.reset_at().filter(|reset_at| *reset_at <= horizon)?;
+            Some(Quota {
+                remaining: meter.remaining()?,
+                reset_at,
+            })
+        })
+        .min_by_key(|quota| (quota.remaining, std::cmp::Reverse(quota.reset_at)))
+}
+
+/// The server's policy with the shortest window, as a spacing between requests: the rate that
+/// binds a burst (a day's quota says how many in a day, not how far apart).
+fn interval(info: &RateLimitInfo) -> Option<Duration> {
+    info.meters()
+        .iter()
+        .filter_map(|meter| {
+            let limit = u32::try_from(meter.limit()?)
+                .ok()
+                .filter(|limit| *limit > 0)?;
+            let window = meter.window()?;
+            Some((window, window / limit))
+        })
+        .min()
+        .map(|(_, spacing)| spacing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::SystemTime;
+
+    fn info(pairs: &[(&'static str, &'static str)]) -> RateLimitInfo {
+        let mut headers = http::HeaderMap::new();
+        for (name, value) in pairs {
+            headers.append(*name, http::HeaderValue::from_static(value));
+        }
+        RateLimitInfo::from_headers(&headers, SystemTime::now())
+    }
+
+    #[test]
+    fn the_pace_is_the_shortest_windows_not_the_slowest_average() {
+        let policies = info(&[(
+            "ratelimit-policy",
+            r#""minute";q=100;w=60, "day";q=5000;w=86400"#,
+        )]);
+        assert_eq!(interval(&policies), Some(Duration::from_millis(600)));
+        assert_eq!(interval(&info(&[])), None);
+    }
+
+    #[test]
+    fn the_quota_is_the_meter_closest_to_running_out_within_the_cap() {
+        let now = Instant::now();
+        let meters = info(&[
+            (
+                "ratelimit-policy",
+                r#""minute";q=100;w=60, "day";q=5000;w=86400"#,
+            ),
+            ("ratelimit", r#""minute";r=40;t=30, "day";r=3;t=36000"#),
+        ]);
+        let within_a_minute = quota(&meters, now + Duration::from_secs(60)).unwrap();
+        assert_eq!(
+            within_a_minute.remaining, 40,
+            "the day's window is beyond the cap"
+        );
+        let within_a_day = quota(&meters, now + Duration::from_secs(86_400)).unwrap();
+        assert_eq!(within_a_day.remaining, 3);
+    }
+
+    #[test]
+    fn a_policy_of_zero_requests_gives_no_pace() {
+        let none_allowed = info(&[("ratelimit-policy", r#""closed";q=0;w=60"#)]);
+        assert_eq!(none_allowed.meters()[0].limit(), Some(0));
+        assert_eq!(interval(&none_allowed), None);
+    }
+}

@@ -1,0 +1,110 @@
+//! The waiters' queue of one gate: first come, first out, and only the head waits for time to
+//! pass, so a gate needs one timer however many calls wait.
+
+use std::collections::VecDeque;
+use std::task::Waker;
+
+/// The calls waiting at one gate, in arrival order.
+#[derive(Default)]
+pub(super) struct Queue {
+    // Ordered by id; the front is always a waiter that has not left.
+    slots: VecDeque<Slot>,
+    waiting: usize,
+    next_id: u64,
+}
+
+struct Slot {
+    id: u64,
+    waker: Option<Waker>,
+    /// The waiter left; its slot is dropped when it reaches the front.
+    gone: bool,
+}
+
+impl Queue {
+    /// A new waiter at the back; its id.
+    pub(super) fn push(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.slots.push_back(Slot {
+            id,
+            waker: None,
+            gone: false,
+        });
+        self.waiting += 1;
+        id
+    }
+
+    /// How many calls wait.
+    pub(super) fn len(&self) -> usize {
+        self.waiting
+    }
+
+    /// Where waiter `id` stands (0: the head); `None` if it is not waiting.
+    pub(super) fn position(&self, id: u64) -> Option<usize> {
+        self.slots
+            .binary_search_by_key(&id, |slot| slot.id)
+            .ok()
+            .filter(|position| !self.slots[*position].gone)
+    }
+
+    /// Remembers `waker` for the waiter at `position`, unless it already wakes the same task.
+    pub(super) fn remember(&mut self, position: usize, waker: &Waker) {
+        let slot = &mut self.slots[position];
+        if !slot
+            .waker
+            .as_ref()
+            .is_some_and(|known| known.will_wake(waker))
+        {
+            slot.waker = Some(waker.clone());
+        }
+    }
+
+    /// The head goes through the gate.
+    pub(super) fn pop_head(&mut self) {
+        self.slots.pop_front();
+        self.waiting -= 1;
+        self.drop_gone_front();
+    }
+
+    /// Waiter `id` gives up; whether it was the head (then there is a new one to wake).
+    pub(super) fn leave(&mut self, id: u64) -> bool {
+        let Some(position) = self.position(id) else {
+            return false;
+        };
+        self.waiting -= 1;
+        if position == 0 {
+            self.slots.pop_front();
+            self.drop_gone_front();
+            true
+        } else {
+            // Marked, not removed: leaving stays cheap with thousands waiting.
+            let slot = &mut self.slots[position];
+            slot.gone = true;
+            slot.waker = None;
+            false
+        }
+    }
+
+    /// The head's waker, to be called once the registry is unlocked.
+    pub(super) fn take_head_waker(&mut self) -> Option<Waker> {
+        self.slots.front_mut().and_then(|slot| slot.waker.take())
+    }
+
+    /// Whether no slot is held, not even of a waiter that left.
+    #[cfg(test)]
+    pub(super) fn is_drained(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The head's id.
+    #[cfg(test)]
+    pub(super) fn head(&self) -> Option<u64> {
+        self.slots.front().map(|slot| slot.id)
+    }
+
+    fn drop_gone_front(&mut self) {
+        while self.slots.front().is_some_and(|slot| slot.gone) {
+            self.slots.pop_front();
+        }
+    }
+}

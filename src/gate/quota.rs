@@ -1,0 +1,62 @@
+//! The quota the server reported for a key's current window, and how reports of it fold into
+//! what is known. Pure.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// Two reports whose resets lie further apart than this describe different windows. Resets
+/// are written in whole seconds and aged, so one window's resets differ by up to a second.
+const SAME_WINDOW: Duration = Duration::from_secs(2);
+
+/// The quota the server last reported, while its window lasts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Quota {
+    pub(crate) remaining: u64,
+    pub(crate) reset_at: Instant,
+}
+
+impl Quota {
+    /// Whether the server said none is left.
+    pub(super) fn is_spent(&self) -> bool {
+        self.remaining == 0
+    }
+}
+
+/// What is known after `reported` is folded into `known`, a quota still current;
+/// `newer` when the report was let through after the closure that `known` preceded. `None`:
+/// the report changes nothing.
+///
+/// A report whose reset is clearly later starts a new window, unless the known one is spent
+/// and the report has room (a spent window has not reset yet: that is another, longer meter,
+/// and the hold stays); one whose reset is clearly earlier is a straggler from the window
+/// before or another, shorter meter, and replaces the known quota only if it says it is spent
+/// (a per-second quota spent while the per-minute one still has room must hold the calls; one
+/// with room left must not make the gate forget the longer window's count, which it would once
+/// its reset passed). Within one window the server's count only falls, so the lowest figure is
+/// the latest whatever order answers came back in, and, each reset being the server's
+/// rounded-up countdown read after it was written, the earliest reset is the closest to the
+/// truth; but a spent window is held until the latest reset a report saying so named, since a
+/// limiter whose reset moves (a token bucket's next token) refuses anything sooner.
+pub(super) fn fold(known: Quota, reported: Quota, newer: bool) -> Option<Quota> {
+    let earlier = reported.reset_at + SAME_WINDOW < known.reset_at;
+    let later = reported.reset_at > known.reset_at + SAME_WINDOW;
+    let spent = known.is_spent();
+    // Another meter, or the window before, with room left: it neither lifts a spent window
+    // nor makes the gate forget a known count.
+    if (earlier && (!reported.is_spent() || spent)) || (later && spent && !reported.is_spent()) {
+        return None;
+    }
+    if earlier || later || newer {
+        return Some(reported);
+    }
+    Some(Quota {
+        remaining: known.remaining.min(reported.remaining),
+        reset_at: match (known.is_spent(), reported.is_spent()) {
+            (true, true) => known.reset_at.max(reported.reset_at),
+            (true, false) => known.reset_at,
+            (false, true) => reported.reset_at,
+            (false, false) => known.reset_at.min(reported.reset_at),
+        },
+    })
+}

@@ -1,0 +1,226 @@
+//! The table of every key's gate, and how it stays bounded: it only remembers keys with
+//! something to remember (a closure, a quota window, a waiter, a request in flight against a
+//! known quota), and at most its capacity of them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::Waker;
+
+use tokio::time::Instant;
+
+use super::state::{Admission, Gate, Report};
+use super::store::WindowStore;
+use crate::key::{BuildKeyHasher, Key};
+
+/// The gates of every key, behind one lock, with what they share with other processes.
+pub(super) struct Registry {
+    table: Mutex<Table>,
+    pub(super) capacity: usize,
+    pub(super) store: Option<Arc<dyn WindowStore>>,
+}
+
+impl Registry {
+    pub(super) fn new(capacity: usize, store: Option<Arc<dyn WindowStore>>) -> Self {
+        Registry {
+            table: Mutex::new(Table::default()),
+            capacity: capacity.max(1),
+            store,
+        }
+    }
+
+    pub(super) fn lock(&self) -> MutexGuard<'_, Table> {
+        // The table is only changed by short, panic-free sections: a poisoned lock still holds
+        // consistent gates.
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Applies `change` to `key`'s gate, if it has one, and wakes whom the change freed once
+    /// the table is unlocked.
+    pub(super) fn update(&self, key: &Key, change: impl FnOnce(&mut Gate)) {
+        let wakes = match self.lock().gates.get_mut(key) {
+            Some(gate) => {
+                change(gate);
+                gate.take_wakes()
+            }
+            None => Vec::new(),
+        };
+        wakes.into_iter().for_each(Waker::wake);
+    }
+}
+
+#[derive(Default)]
+pub(super) struct Table {
+    pub(super) gates: HashMap<Key, Gate, BuildKeyHasher>,
+    /// New keys turned away since the last sweep for idle gates: a full registry is swept once
+    /// per so many, so that turning keys away stays cheap.
+    turned_away: usize,
+}
+
+impl Table {
+    /// Takes in what another process learned about `key`.
+    pub(super) fn learn(&mut self, key: &Key, report: Report, now: Instant, capacity: usize) {
+        match self.gates.get_mut(key) {
+            Some(gate) => gate.learn(report, now),
+            None => {
+                let mut gate = Gate::new();
+                gate.learn(report, now);
+                self.keep(key, gate, report, now, capacity);
+            }
+        }
+    }
+
+    /// Records `report` for a request on `key` let through as `admitted`, making the key's
+    /// gate if the report gives it something to remember and there is room.
+    pub(super) fn answered(
+        &mut self,
+        key: &Key,
+        admitted: Admission,
+        report: Report,
+        now: Instant,
+        capacity: usize,
+    ) -> Vec<Waker> {
+        if let Some(gate) = self.gates.get_mut(key) {
+            gate.answered(admitted, report, now);
+            return gate.take_wakes();
+        }
+        let mut gate = Gate::new();
+        gate.answered(admitted, report, now);
+        self.keep(key, gate, report, now, capacity);
+        Vec::new()
+    }
+
+    /// Keeps a new key's `gate`, made from `report`, if it has anything to remember and fits.
+    fn keep(&mut self, key: &Key, gate: Gate, report: Report, now: Instant, capacity: usize) {
+        let closes = report.closed_until.is_some();
+        if !gate.is_idle(now) && self.make_room(now, capacity, closes) {
+            self.gates.insert(key.clone(), gate);
+        }
+    }
+
+    /// Whether a new key fits. A full registry forgets idle gates now and then; for a closure
+    /// (`urgent`) it does so at once and, if still full, forgets a gate that holds no call, so
+    /// that a 429 is never lost for want of room.
+    pub(super) fn make_room(&mut self, now: Instant, capacity: usize, urgent: bool) -> bool {
+        if self.gates.len() < capacity {
+            return true;
+        }
+        self.turned_away += 1;
+        if urgent || self.turned_away >= capacity / 8 {
+            self.turned_away = 0;
+            self.gates.retain(|_, gate| !gate.is_idle(now));
+        }
+        if urgent && self.gates.len() >= capacity {
+            let spare = self
+                .gates
+                .iter()
+                .find(|(_, gate)| gate.waiters() == 0 && gate.in_flight() == 0)
+                .map(|(key, _)| key.clone());
+            if let Some(spare) = spare {
+                self.gates.remove(&spare);
+            }
+        }
+        self.gates.len() < capacity
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    /// A table of `idle` gates that remember nothing and `busy` ones that each hold a call.
+    fn table(idle: usize, busy: usize, now: Instant) -> Table {
+        let mut table = Table::default();
+        for n in 0..idle {
+            table
+                .gates
+                .insert(Key::named(format!("idle{n}")), Gate::new());
+        }
+        for n in 0..busy {
+            let mut gate = Gate::new();
+            gate.arrive(now, true).unwrap();
+            table.gates.insert(Key::named(format!("busy{n}")), gate);
+        }
+        table
+    }
+
+    fn closed_gate(now: Instant) -> Gate {
+        let mut gate = Gate::new();
+        let report = Report {
+            refused: true,
+            closed_until: Some(now + SECOND),
+            ..Report::default()
+        };
+        gate.learn(report, now);
+        gate
+    }
+
+    #[test]
+    fn a_table_below_capacity_takes_a_key_without_sweeping() {
+        let now = Instant::now();
+        let mut table = table(3, 0, now);
+        assert!(table.make_room(now, 4, false));
+        assert_eq!((table.gates.len(), table.turned_away), (3, 0));
+    }
+
+    #[test]
+    fn a_full_table_sweeps_idle_gates_once_per_eighth_of_its_capacity_turned_away() {
+        let now = Instant::now();
+        let mut table = table(14, 2, now);
+        assert!(!table.make_room(now, 16, false), "full: turned away");
+        assert_eq!((table.gates.len(), table.turned_away), (16, 1));
+        assert!(table.make_room(now, 16, false), "the second of two: swept");
+        assert_eq!((table.gates.len(), table.turned_away), (2, 0));
+    }
+
+    #[test]
+    fn for_a_closure_a_full_table_sweeps_at_once_and_then_forgets_a_gate_holding_no_call() {
+        let now = Instant::now();
+        let mut swept = table(1, 3, now);
+        assert!(swept.make_room(now, 4, true));
+        assert_eq!(
+            swept.gates.len(),
+            3,
+            "the idle gate went; the busy ones stay"
+        );
+
+        let mut spare = table(0, 3, now);
+        spare.gates.insert(Key::named("closed"), closed_gate(now));
+        assert!(spare.make_room(now, 4, true));
+        assert_eq!(spare.gates.len(), 3);
+        assert!(!spare.gates.contains_key(&Key::named("closed")));
+    }
+
+    #[test]
+    fn a_table_whose_every_gate_holds_a_call_has_no_room_even_for_a_closure() {
+        let now = Instant::now();
+        let mut table = table(0, 4, now);
+        assert!(!table.make_room(now, 4, true));
+        assert_eq!(table.gates.len(), 4);
+    }
+
+    #[test]
+    fn a_new_key_is_remembered_only_when_its_report_gives_it_something_to_remember() {
+        let now = Instant::now();
+        let closure = Report {
+            refused: true,
+            closed_until: Some(now + SECOND),
+            ..Report::default()
+        };
+        let mut table = Table::default();
+        let quiet = Report::default();
+        table.answered(&Key::named("quiet"), Admission::UNCOUNTED, quiet, now, 4);
+        table.learn(&Key::named("told quiet"), quiet, now, 4);
+        assert!(table.gates.is_empty());
+        table.answered(
+            &Key::named("refused"),
+            Admission::UNCOUNTED,
+            closure,
+            now,
+            4,
+        );
+        table.learn(&Key::named("told refused"), closure, now, 4);
+        assert_eq!(table.gates.len(), 2);
+    }
+}
