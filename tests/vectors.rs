@@ -306,11 +306,11 @@ fn cases() -> Vec<Case> {
         reads("Age: 120 || RateLimit-Reset: 60", ""),
         reads("Age: 10, 20", "_[t=50s]").with("RateLimit-Reset: 60"),
         reads("Age: -1", "_[t=60s]").with("RateLimit-Reset: 60"),
-        // 31 s, not 30: Date has one-second resolution, so the response is only known to be
-        // 59 s old, and a countdown is never shortened by more than is known.
+        // A Date behind the receipt is resolution, transit or skew, not age: only Age shortens
+        // a countdown.
         reads(
             "Date: Tue, 14 Nov 2023 22:12:20 GMT || RateLimit-Reset: 90",
-            "_[t=31s]",
+            "_[t=90s]",
         ),
         // The client clock is 5 s ahead; the epoch is read against Date.
         reads(
@@ -470,4 +470,26 @@ fn a_response_is_empty_only_when_it_said_nothing_about_limits() {
         ])
         .is_empty()
     );
+}
+
+/// Hole 3: a client clock ahead of the server's (or a slow transit) put `Date` behind the
+/// receipt; subtracting that as age retried early whenever the client's clock ran ahead.
+#[test]
+fn a_countdown_is_measured_from_receipt_and_shortened_only_by_age() {
+    let mut headers = HeaderMap::new();
+    headers.insert("date", HeaderValue::from_static(NOW_DATE));
+    headers.insert(
+        "ratelimit",
+        HeaderValue::from_static("limit=10, remaining=0, reset=30"),
+    );
+    for skew in [10, 40] {
+        let info = RateLimitInfo::from_headers(&headers, at(NOW + skew));
+        let meter = &info.meters()[0];
+        assert_eq!(meter.reset_in(), Some(Duration::from_secs(30)), "{skew} s");
+        assert!(meter.is_exhausted(), "{skew} s: the spent meter is kept");
+        assert_eq!(info.instructed_wait(), Some(Duration::from_secs(30)));
+    }
+    headers.insert("age", HeaderValue::from_static("12"));
+    let cached = RateLimitInfo::from_headers(&headers, at(NOW + 40));
+    assert_eq!(cached.meters()[0].reset_in(), Some(Duration::from_secs(18)));
 }

@@ -1,11 +1,11 @@
 //! The response's own clock, `Date` and `Age`, and the resets measured against it.
 //!
 //! Rate-limit headers carry two kinds of time:
-//! - a countdown ("reset in 30 s"), started when the server generated the response. A response
-//!   read later than that has less left: a cache says how much later in `Age`, and a `Date`
-//!   older than the receipt says so too (RFC 9111 §4.2.3, corrected initial age). Forgetting
-//!   this holds a stale countdown up as fresh, and a gate opens late or, worse, is trusted when
-//!   the window it describes is already over.
+//! - a countdown ("reset in 30 s"), started when the server generated the response. It is
+//!   measured from the receipt, and shortened only by an explicit `Age` (a cached response,
+//!   RFC 9111 §5.1): forgetting that holds a stale countdown up as fresh. A `Date` behind the
+//!   receipt is not age: it is `Date`'s one-second resolution, the transit, or skew between
+//!   the clocks, and subtracting it would retry early whenever the client's clock runs ahead.
 //! - an instant (an epoch timestamp, an HTTP-date). It is measured against the server's own
 //!   clock, `Date` plus `Age`, never the client's, so a client clock that is off does not move
 //!   it. Only without a `Date` does the local clock stand in.
@@ -20,9 +20,6 @@ use super::number::{Decimal, LONGEST, parse_decimal};
 const EPOCH_SECONDS_FROM: u64 = 1_000_000_000;
 /// From this value on (13 digits), an epoch instant is in milliseconds.
 const EPOCH_MILLIS_FROM: u64 = 1_000_000_000_000;
-/// `Date` has one-second resolution: the server wrote it up to a second before it sent the
-/// response, so only the part of its distance beyond that second is known to be age.
-const DATE_RESOLUTION: Duration = Duration::from_secs(1);
 
 /// When a rate-limit window resets, as the header wrote it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,9 +87,10 @@ impl ResponseClock {
             .map_or(Duration::ZERO, |left| left.min(LONGEST))
     }
 
-    /// What is left at receipt of a countdown the server started: zero if nothing is.
+    /// What is left at receipt of a countdown the server started: zero if nothing is. Only a
+    /// cache's `Age` is taken off: never early, whatever the clocks say.
     pub(crate) fn countdown(&self, started_at: Duration) -> Duration {
-        started_at.min(LONGEST).saturating_sub(self.corrected_age())
+        started_at.min(LONGEST).saturating_sub(self.age)
     }
 
     /// A reset as the time left at receipt: zero if it has already passed.
@@ -101,18 +99,6 @@ impl ResponseClock {
             Reset::In(countdown) => self.countdown(countdown),
             Reset::At(at) => self.until(at),
         }
-    }
-
-    /// How old the response is known to be: the larger of what a cache said (`Age`) and how
-    /// far `Date` lies behind the receipt (beyond its resolution).
-    fn corrected_age(&self) -> Duration {
-        let apparent_age = self
-            .date
-            .and_then(|date| self.received.duration_since(date).ok())
-            .map_or(Duration::ZERO, |behind| {
-                behind.saturating_sub(DATE_RESOLUTION)
-            });
-        self.age.max(apparent_age)
     }
 }
 
@@ -285,36 +271,29 @@ mod tests {
     }
 
     #[test]
-    fn countdowns_lose_a_date_that_lies_behind_the_receipt_beyond_its_resolution() {
-        let old = clock(&[("date", "Tue, 14 Nov 2023 22:12:20 GMT")], NOW);
-        assert_eq!(
-            old.countdown(Duration::from_secs(90)),
-            Duration::from_secs(31)
-        );
-        let fresh = clock(&[("date", "Tue, 14 Nov 2023 22:13:20 GMT")], NOW);
-        assert_eq!(
-            fresh.countdown(Duration::from_secs(90)),
-            Duration::from_secs(90)
-        );
+    fn a_date_behind_the_receipt_does_not_shorten_a_countdown() {
+        for date in [
+            "Tue, 14 Nov 2023 22:13:10 GMT",
+            "Tue, 14 Nov 2023 22:12:20 GMT",
+        ] {
+            let behind = clock(&[("date", date)], NOW);
+            assert_eq!(
+                behind.countdown(Duration::from_secs(30)),
+                Duration::from_secs(30),
+                "{date}"
+            );
+        }
     }
 
     #[test]
-    fn the_larger_of_age_and_apparent_age_counts() {
+    fn only_age_shortens_a_countdown_whatever_date_says() {
         let both = clock(
             &[("date", "Tue, 14 Nov 2023 22:12:20 GMT"), ("age", "10")],
             NOW,
         );
         assert_eq!(
             both.countdown(Duration::from_secs(90)),
-            Duration::from_secs(31)
-        );
-        let mostly_age = clock(
-            &[("date", "Tue, 14 Nov 2023 22:13:10 GMT"), ("age", "40")],
-            NOW,
-        );
-        assert_eq!(
-            mostly_age.countdown(Duration::from_secs(90)),
-            Duration::from_secs(50)
+            Duration::from_secs(80)
         );
     }
 

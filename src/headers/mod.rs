@@ -41,9 +41,10 @@ use meter::Readings;
 /// - the IETF `RateLimit` drafts 01 to 10 (split fields, the draft 07 dictionary, named policies
 ///   over several field lines), and `X-RateLimit-*` / `X-Rate-Limit-*`.
 /// - a reset of 1,000,000,000 or more is an epoch timestamp (13 digits: milliseconds), read
-///   against the response's `Date`; smaller values are countdowns, shortened by the response's
-///   `Age` and by how far `Date` lies behind the receipt. A reset that has already passed is
-///   unknown, and so is the quota of its window.
+///   against the response's `Date`; smaller values are countdowns from the receipt, shortened
+///   only by the response's `Age` (a `Date` behind the receipt is resolution, transit or clock
+///   skew, not age). A reset that has already passed is unknown, and so is the quota of its
+///   window.
 /// - duplicates that disagree give the most restrictive figure; a figure that is absent, empty,
 ///   negative, overflowing or not ASCII digits is `None`, never 0 and never a panic.
 ///
