@@ -152,7 +152,8 @@ pub(crate) struct Answer {
 /// policy returned it): a rate-limited outcome closes it for the wait decided; a refusal the
 /// policy returns or retries as transient, for the server's instruction, or the first guess.
 /// An instruction above the cap leaves the gate open: blocking every call for it is worse than
-/// letting the caller decide.
+/// letting the caller decide. A guess never closes it beyond the cap either: the server named
+/// no time, and a long backoff is one call's caution, not a reason to fail every other call.
 pub(crate) fn closure(
     answer: Answer,
     decision: Option<&Decision>,
@@ -165,14 +166,23 @@ pub(crate) fn closure(
     {
         return None;
     }
-    match decision {
-        Some(decision) if decision.action == Action::RateLimited => Some(decision.wait),
-        _ if answer.refused => Some(match answer.instruction {
-            Some(instruction) => settings.backoff.instructed(instruction, unit),
-            None => settings.backoff.guessed(0, unit),
-        }),
-        _ => None,
-    }
+    let (wait, reason) = match decision {
+        Some(decision) if decision.action == Action::RateLimited => {
+            (decision.wait, decision.reason)
+        }
+        _ if answer.refused => match answer.instruction {
+            Some(instruction) => (
+                settings.backoff.instructed(instruction, unit),
+                Reason::Instructed,
+            ),
+            None => (settings.backoff.guessed(0, unit), Reason::Guessed),
+        },
+        _ => return None,
+    };
+    Some(match reason {
+        Reason::Instructed => wait,
+        Reason::Guessed => wait.min(settings.retry_after_cap),
+    })
 }
 
 #[cfg(test)]
@@ -307,5 +317,32 @@ mod tests {
         assert_eq!(closed_for(true, Action::RateLimited), Some(four));
         // A transient retry (a 503) closes nothing: its backoff is the call's own.
         assert_eq!(closed_for(false, Action::Retry), None);
+    }
+
+    #[test]
+    fn a_guessed_closure_is_capped_an_instructed_one_is_not_shortened() {
+        let settings = Settings {
+            backoff: crate::backoff::Backoff::new()
+                .base(300 * SECOND)
+                .max(3600 * SECOND),
+            ..settings()
+        };
+        let guessed = Answer {
+            refused: true,
+            instruction: None,
+        };
+        assert_eq!(closure(guessed, None, &settings, 0.5), Some(60 * SECOND));
+        let decided = Budget::default().decide(Action::RateLimited, None, &settings, 0.5);
+        assert!(decided.wait > 60 * SECOND);
+        assert_eq!(
+            closure(guessed, Some(&decided), &settings, 0.5),
+            Some(60 * SECOND)
+        );
+        let instructed = Answer {
+            refused: true,
+            instruction: Some(60 * SECOND),
+        };
+        let waited = closure(instructed, None, &settings, 0.5).unwrap();
+        assert!(waited > 60 * SECOND, "the spread is added, not clamped");
     }
 }

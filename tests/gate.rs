@@ -11,7 +11,7 @@ use http::{Request, Response};
 use limiter::{Headers, Limiter, Model, retry_after};
 use tokio::time::Instant;
 use tower::{BoxError, Layer, Service, ServiceExt};
-use tower_retry_after::{Gates, Key, RateLimitLayer, Throttled};
+use tower_retry_after::{Backoff, Gates, Key, RateLimitLayer, Throttled};
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -690,4 +690,30 @@ async fn a_first_call_on_a_key_is_counted_while_it_is_out() {
     assert_eq!(gate.in_flight(), 1);
     call.await.unwrap().unwrap();
     assert_eq!(gates.snapshot(&key()).map_or(0, |gate| gate.in_flight()), 0);
+}
+
+/// Hole 7: a closure the layer guessed (no `Retry-After`) held every call on the key for as
+/// long as its backoff said, past the cap, and failed fast calls whose budget was ample.
+#[tokio::test(start_paused = true)]
+async fn a_guessed_closure_never_exceeds_the_cap() {
+    let limiter = Limiter::new(Model::ClosedUntil(Instant::now()), Headers::RetryAfter)
+        .scripted(vec![(429, vec![])]);
+    let gates = Gates::new();
+    let slow_guesses = Backoff::new()
+        .base(Duration::from_secs(300))
+        .max(Duration::from_secs(3600));
+    let guessing = RateLimitLayer::new()
+        .gates(gates.clone())
+        .backoff(slow_guesses)
+        .jitter_seed(7);
+    let first = spawn_calls(&guessing, &limiter, 1);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let closed_for = gates.snapshot(&key()).and_then(|gate| gate.closed_for());
+    let closed_for = closed_for.expect("the 429 closed the gate");
+    assert!(closed_for <= 60 * SECOND, "closed for {closed_for:?}");
+    // A call with the default budget waits the closure out instead of failing fast.
+    let next = spawn_calls(&RateLimitLayer::new().gates(gates), &limiter, 1);
+    assert_eq!(statuses(next).await, [200]);
+    // The first call's own guess does not fit its budget: it has its 429 back at once.
+    assert_eq!(statuses(first).await, [429]);
 }
