@@ -11,7 +11,7 @@ use http::{Request, Response};
 use limiter::{Headers, Limiter, Model, retry_after};
 use tokio::time::Instant;
 use tower::{BoxError, Layer, Service, ServiceExt};
-use tower_retry_after::{Backoff, Gates, Key, RateLimitLayer, Throttled};
+use tower_retry_after::{Backoff, Gates, Key, RateLimitLayer, Throttled, Window};
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -716,4 +716,37 @@ async fn a_guessed_closure_never_exceeds_the_cap() {
     assert_eq!(statuses(next).await, [200]);
     // The first call's own guess does not fit its budget: it has its 429 back at once.
     assert_eq!(statuses(first).await, [429]);
+}
+
+/// Hole 5: the store kept the smallest count and the latest reset across different windows:
+/// a per-second window's zero borrowed a per-minute reset and held every process for it, or
+/// a spent window of half a second was stretched over the next whole window.
+#[test]
+fn a_shared_store_merges_quota_by_the_gates_rule() {
+    let now = std::time::SystemTime::now();
+    let quota = |remaining, reset_in: Duration| Window {
+        closed_until: None,
+        quota: Some((remaining, now + reset_in)),
+    };
+    let spent_second = quota(0, 2 * SECOND);
+    let minute_with_room = quota(40, 55 * SECOND);
+    for merged in [
+        spent_second.merged(minute_with_room, now),
+        minute_with_room.merged(spent_second, now),
+    ] {
+        assert_eq!(
+            merged.quota, spent_second.quota,
+            "held for the second, not the minute"
+        );
+    }
+    let spent_instant = quota(0, SECOND / 2);
+    let next_window = quota(99, 61 * SECOND);
+    assert_eq!(
+        spent_instant.merged(next_window, now).quota,
+        spent_instant.quota,
+        "the spent window holds until its own reset, no longer"
+    );
+    // Within one window the lowest count stands, and a spent one keeps the reset it named.
+    let same = quota(5, 10 * SECOND).merged(quota(3, 9 * SECOND), now);
+    assert_eq!(same.quota, quota(3, 9 * SECOND).quota);
 }

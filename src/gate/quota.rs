@@ -1,6 +1,8 @@
-//! The quota the server reported for a key's current window, and how reports of it fold into
-//! what is known. Pure.
+//! The quota the server reported for a key's current window, and the one rule by which reports
+//! of it fold into what is known: the same for a gate (on the monotonic clock) and a shared
+//! store (on the wall clock). Pure.
 
+use std::ops::Add;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -9,14 +11,15 @@ use tokio::time::Instant;
 /// are written in whole seconds and aged, so one window's resets differ by up to a second.
 const SAME_WINDOW: Duration = Duration::from_secs(2);
 
-/// The quota the server last reported, while its window lasts.
+/// The quota the server last reported, while its window lasts: how much is left, and when the
+/// window resets (an instant on the clock `T`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Quota {
+pub(crate) struct Quota<T = Instant> {
     pub(crate) remaining: u64,
-    pub(crate) reset_at: Instant,
+    pub(crate) reset_at: T,
 }
 
-impl Quota {
+impl<T> Quota<T> {
     /// Whether the server said none is left.
     pub(super) fn is_spent(&self) -> bool {
         self.remaining == 0
@@ -38,7 +41,10 @@ impl Quota {
 /// rounded-up countdown read after it was written, the earliest reset is the closest to the
 /// truth; but a spent window is held until the latest reset a report saying so named, since a
 /// limiter whose reset moves (a token bucket's next token) refuses anything sooner.
-pub(super) fn fold(known: Quota, reported: Quota, newer: bool) -> Option<Quota> {
+pub(super) fn fold<T>(known: Quota<T>, reported: Quota<T>, newer: bool) -> Option<Quota<T>>
+where
+    T: Copy + Ord + Add<Duration, Output = T>,
+{
     let earlier = reported.reset_at + SAME_WINDOW < known.reset_at;
     let later = reported.reset_at > known.reset_at + SAME_WINDOW;
     let spent = known.is_spent();

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use tokio::time::Instant;
 
-use super::quota::Quota;
+use super::quota::{Quota, fold};
 use super::state::Report;
 use super::time::{to_instant, to_wall};
 use crate::key::Key;
@@ -36,19 +36,26 @@ pub struct Window {
 }
 
 impl Window {
-    /// This window with `other` folded in, as of `now`: the later closure; within one quota
-    /// window the lowest count (the server's count only falls), across windows the newer one.
+    /// This window with `other` folded in, as of `now`: the later closure, and the quota by the
+    /// gates' own rule (within one window the lowest count; a report of another window does
+    /// not borrow its reset, nor lift a spent window before its reset).
     pub fn merged(self, other: Window, now: SystemTime) -> Window {
-        let quota = match (self.quota.filter(|(_, reset)| *reset > now), other.quota) {
-            (Some((known, reset)), Some((count, other_reset))) => {
-                Some((known.min(count), reset.max(other_reset)))
-            }
+        let current = |quota: Option<(u64, SystemTime)>| {
+            quota
+                .filter(|(_, reset)| *reset > now)
+                .map(|(remaining, reset_at)| Quota {
+                    remaining,
+                    reset_at,
+                })
+        };
+        let quota = match (current(self.quota), current(other.quota)) {
+            (Some(known), Some(reported)) => fold(known, reported, false).or(Some(known)),
             (known, None) => known,
             (None, reported) => reported,
         };
         Window {
             closed_until: self.closed_until.max(other.closed_until),
-            quota,
+            quota: quota.map(|quota| (quota.remaining, quota.reset_at)),
         }
     }
 
