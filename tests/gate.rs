@@ -750,3 +750,32 @@ fn a_shared_store_merges_quota_by_the_gates_rule() {
     let same = quota(5, 10 * SECOND).merged(quota(3, 9 * SECOND), now);
     assert_eq!(same.quota, quota(3, 9 * SECOND).quota);
 }
+
+/// Hole 9: a closure learned from a shared store was converted to this process's clock
+/// afresh at every call, against a new reading of both clocks; each conversion could land a
+/// little later, and a later closure counts as a new one (the reopening moves, a new epoch
+/// starts, a probe's answer is taken for a stale one).
+#[tokio::test(start_paused = true)]
+async fn a_shared_closure_learned_again_keeps_its_reopening() {
+    let store = Arc::new(tower_retry_after::MemoryStore::new());
+    let first = RateLimitLayer::new().gates(Gates::with_store(store.clone()));
+    let second = RateLimitLayer::new().gates(Gates::with_store(store));
+    let limiter = Limiter::new(
+        Model::ClosedUntil(Instant::now() + 20 * SECOND),
+        Headers::RetryAfter,
+    );
+    let started = Instant::now();
+    let refused = spawn_calls(&first, &limiter, 1);
+    let mut others = Vec::new();
+    for _ in 0..5 {
+        tokio::time::sleep(SECOND).await;
+        others.extend(spawn_calls(&second, &limiter, 1));
+    }
+    assert!(statuses(others).await.iter().all(|status| *status == 200));
+    statuses(refused).await;
+    let log = limiter.log();
+    assert_eq!(limiter.refused(), 1, "{log:?}");
+    // The closure is 20 s plus a spread of at most a second; then one probe and the rest.
+    let last = log.iter().map(|(at, _)| *at - started).max().unwrap();
+    assert!(last < 22 * SECOND, "the reopening moved to {last:?}");
+}

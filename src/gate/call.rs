@@ -51,7 +51,8 @@ impl Call {
             .and_then(|store| store.load(&self.key));
         let mut table = registry.lock();
         if let Some(window) = shared {
-            table.learn(&self.key, window.to_report(now), now, registry.capacity);
+            let report = window.to_report(&registry.clocks);
+            table.learn(&self.key, report, now, registry.capacity);
         }
         if let Some(gate) = table.gates.get_mut(&self.key) {
             return self.arrive(gate, now, budget, settings);

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 
 use super::state::{Admission, Gate, Report};
 use super::store::WindowStore;
+use super::time::Anchor;
 use crate::key::{BuildKeyHasher, Key};
 
 /// The gates of every key, behind one lock, with what they share with other processes.
@@ -17,6 +18,8 @@ pub(super) struct Registry {
     table: Mutex<Table>,
     pub(super) capacity: usize,
     pub(super) store: Option<Arc<dyn WindowStore>>,
+    /// How the store's wall-clock times map onto the gates' clock.
+    pub(super) clocks: Anchor,
 }
 
 impl Registry {
@@ -25,6 +28,7 @@ impl Registry {
             table: Mutex::new(Table::default()),
             capacity: capacity.max(1),
             store,
+            clocks: Anchor::now(),
         }
     }
 

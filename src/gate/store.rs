@@ -6,11 +6,9 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
-use tokio::time::Instant;
-
 use super::quota::{Quota, fold};
 use super::state::Report;
-use super::time::{to_instant, to_wall};
+use super::time::Anchor;
 use crate::key::Key;
 
 /// What the server said about a key's window, in wall-clock time so that it means the same in
@@ -66,23 +64,23 @@ impl Window {
     }
 
     /// What a response said, on the wall clock, to share.
-    pub(super) fn from_report(report: Report, now: Instant) -> Window {
+    pub(super) fn from_report(report: Report, clocks: &Anchor) -> Window {
         Window {
-            closed_until: report.closed_until.map(|at| to_wall(at, now)),
+            closed_until: report.closed_until.map(|at| clocks.wall(at)),
             quota: report
                 .quota
-                .map(|quota| (quota.remaining, to_wall(quota.reset_at, now))),
+                .map(|quota| (quota.remaining, clocks.wall(quota.reset_at))),
         }
     }
 
     /// This window on this process's clock, as a report to take in.
-    pub(super) fn to_report(self, now: Instant) -> Report {
+    pub(super) fn to_report(self, clocks: &Anchor) -> Report {
         Report {
             refused: false,
-            closed_until: self.closed_until.map(|at| to_instant(at, now)),
+            closed_until: self.closed_until.map(|at| clocks.instant(at)),
             quota: self.quota.map(|(remaining, reset)| Quota {
                 remaining,
-                reset_at: to_instant(reset, now),
+                reset_at: clocks.instant(reset),
             }),
             interval: None,
         }

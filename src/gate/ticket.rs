@@ -42,7 +42,7 @@ impl Pass {
         wakes.into_iter().for_each(Waker::wake);
         let worth_sharing = report.closed_until.is_some() || report.quota.is_some();
         if let Some(store) = registry.store.as_ref().filter(|_| worth_sharing) {
-            store.merge(&self.key, Window::from_report(report, now));
+            store.merge(&self.key, Window::from_report(report, &registry.clocks));
         }
     }
 }
