@@ -779,3 +779,79 @@ async fn a_shared_closure_learned_again_keeps_its_reopening() {
     let last = log.iter().map(|(at, _)| *at - started).max().unwrap();
     assert!(last < 22 * SECOND, "the reopening moved to {last:?}");
 }
+
+/// A service that answers its first request `429, Retry-After: 1` and every request (that one
+/// too) with `headers`; it records in `arrivals` when each request arrived.
+fn refuses_once_then_sends(
+    headers: &'static [(&'static str, &'static str)],
+    arrivals: Arc<Mutex<Vec<Instant>>>,
+) -> impl Service<Request<String>, Response = Response<String>, Error = BoxError, Future: Send>
++ Clone
++ Send
++ 'static {
+    tower::service_fn(move |_request: Request<String>| {
+        let first = {
+            let mut log = arrivals.lock().unwrap();
+            log.push(Instant::now());
+            log.len() == 1
+        };
+        async move {
+            let mut response = Response::builder();
+            if first {
+                response = response.status(429).header("retry-after", "1");
+            }
+            for (name, value) in headers {
+                response = response.header(*name, *value);
+            }
+            Ok::<_, BoxError>(response.body(String::new()).unwrap())
+        }
+    })
+}
+
+/// Hole 1: a pace drawn from a day's policy (86 400 s / 5 000 = 17 s a request) was applied
+/// to the calls released after a 429, so most of them ran out of budget; with a quota of one
+/// a day every call failed, and the pace stayed in force for calls an hour later.
+#[tokio::test(start_paused = true)]
+async fn a_pace_drawn_from_a_window_longer_than_the_cap_is_not_applied() {
+    for policy in [
+        &[("ratelimit-policy", r#""day";q=5000;w=86400"#)][..],
+        &[("ratelimit-policy", r#""day";q=1;w=86400"#)][..],
+        &[(
+            "ratelimit-policy",
+            r#""hour";q=1000;w=3600, "day";q=5000;w=86400"#,
+        )][..],
+    ] {
+        let arrivals = Arc::default();
+        let service = refuses_once_then_sends(policy, Arc::clone(&arrivals));
+        let layer = RateLimitLayer::new();
+        let started = Instant::now();
+        let first = tokio::spawn(layer.layer(service.clone()).oneshot(request("api.test")));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let calls: Vec<_> = (0..20)
+            .map(|_| tokio::spawn(layer.layer(service.clone()).oneshot(request("api.test"))))
+            .chain([first])
+            .collect();
+        for call in calls {
+            let response = call.await.unwrap();
+            assert_eq!(
+                response.map(|r| r.status().as_u16()).ok(),
+                Some(200),
+                "{policy:?}"
+            );
+        }
+        assert!(
+            started.elapsed() < 3 * SECOND,
+            "{policy:?}: {:?}",
+            started.elapsed()
+        );
+        tokio::time::sleep(3600 * SECOND).await;
+        let later = Instant::now();
+        layer
+            .layer(service)
+            .oneshot(request("api.test"))
+            .await
+            .unwrap();
+        assert_eq!(later.elapsed(), Duration::ZERO, "{policy:?}: an hour later");
+        assert_eq!(arrivals.lock().unwrap().len(), 23);
+    }
+}

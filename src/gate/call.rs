@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 use super::Gates;
 use super::quota::Quota;
+use super::release::Pace;
 use super::state::{Admission, Gate, Report};
 use super::ticket::{Pass, Place};
 use super::time::after;
@@ -114,8 +115,8 @@ pub(crate) struct Said {
     pub(crate) instruction: Option<Duration>,
     /// The quota closest to running out, when the layer respects what remains.
     quota: Option<Quota>,
-    /// The spacing the server's shortest policy asks for.
-    interval: Option<Duration>,
+    /// The spacing the server's shortest policy within the cap asks for.
+    pace: Option<Pace>,
 }
 
 impl Said {
@@ -130,7 +131,7 @@ impl Said {
                 .respect_remaining
                 .then(|| quota(info, after(now, settings.retry_after_cap)))
                 .flatten(),
-            interval: interval(info),
+            pace: pace(info, now, settings.retry_after_cap),
         }
     }
 
@@ -141,7 +142,7 @@ impl Said {
             refused,
             closed_until,
             quota: self.quota,
-            interval: self.interval,
+            pace: self.pace,
         }
     }
 }
@@ -161,20 +162,25 @@ fn quota(info: &RateLimitInfo, horizon: Instant) -> Option<Quota> {
         .min_by_key(|quota| (quota.remaining, std::cmp::Reverse(quota.reset_at)))
 }
 
-/// The server's policy with the shortest window, as a spacing between requests: the rate that
-/// binds a burst (a day's quota says how many in a day, not how far apart).
-fn interval(info: &RateLimitInfo) -> Option<Duration> {
+/// The server's policy with the shortest window, as a spacing between requests that stands
+/// for that window: the rate that binds a burst. A window longer than `cap` gives no pace, as
+/// an instruction over the cap is not waited: a day's quota says how many in a day, not how
+/// far apart, and 86 400 s / 5 000 is 17 s between calls that would fail them all.
+fn pace(info: &RateLimitInfo, now: Instant, cap: Duration) -> Option<Pace> {
     info.meters()
         .iter()
         .filter_map(|meter| {
             let limit = u32::try_from(meter.limit()?)
                 .ok()
                 .filter(|limit| *limit > 0)?;
-            let window = meter.window()?;
+            let window = meter.window().filter(|window| *window <= cap)?;
             Some((window, window / limit))
         })
         .min()
-        .map(|(_, spacing)| spacing)
+        .map(|(window, interval)| Pace {
+            interval,
+            until: after(now, window),
+        })
 }
 
 #[cfg(test)]
@@ -190,14 +196,33 @@ mod tests {
         RateLimitInfo::from_headers(&headers, SystemTime::now())
     }
 
+    const CAP: Duration = Duration::from_secs(60);
+
     #[test]
-    fn the_pace_is_the_shortest_windows_not_the_slowest_average() {
+    fn the_pace_is_the_shortest_windows_and_stands_for_that_window() {
+        let now = Instant::now();
         let policies = info(&[(
+            "ratelimit-policy",
+            r#""minute";q=100;w=60, "second";q=10;w=1"#,
+        )]);
+        let pace = pace(&policies, now, CAP).unwrap();
+        assert_eq!(pace.interval, Duration::from_millis(100));
+        assert_eq!(pace.until, now + Duration::from_secs(1));
+        assert_eq!(super::pace(&info(&[]), now, CAP), None);
+    }
+
+    #[test]
+    fn a_window_longer_than_the_cap_gives_no_pace() {
+        let now = Instant::now();
+        let day = info(&[("ratelimit-policy", r#""day";q=5000;w=86400"#)]);
+        assert_eq!(pace(&day, now, CAP), None);
+        let minute_and_day = info(&[(
             "ratelimit-policy",
             r#""minute";q=100;w=60, "day";q=5000;w=86400"#,
         )]);
-        assert_eq!(interval(&policies), Some(Duration::from_millis(600)));
-        assert_eq!(interval(&info(&[])), None);
+        let minute = pace(&minute_and_day, now, CAP).unwrap();
+        assert_eq!(minute.interval, Duration::from_millis(600));
+        assert_eq!(pace(&minute_and_day, now, Duration::from_secs(59)), None);
     }
 
     #[test]
@@ -223,6 +248,6 @@ mod tests {
     fn a_policy_of_zero_requests_gives_no_pace() {
         let none_allowed = info(&[("ratelimit-policy", r#""closed";q=0;w=60"#)]);
         assert_eq!(none_allowed.meters()[0].limit(), Some(0));
-        assert_eq!(interval(&none_allowed), None);
+        assert_eq!(pace(&none_allowed, Instant::now(), CAP), None);
     }
 }

@@ -3,9 +3,14 @@
 //!
 //! - After a closure the first request out is a probe: nobody else goes until it comes back,
 //!   so the episode costs at most that one refusal if the server still refuses.
-//! - Where the server gave its policy, the backlog leaves at the policy's rate; where it gave
-//!   nothing, one request at a time, each after the previous came back healthy and never two
-//!   in the same instant, and then the gate opens for everyone.
+//! - The backlog is the calls waiting when the probe came back healthy. Where the server gave
+//!   its quota, they leave at once up to it; where it gave its policy, at the policy's rate;
+//!   where it gave nothing, one at a time, each after the previous came back healthy and never
+//!   two in the same instant. The release ends when its backlog does: calls arriving meanwhile
+//!   wait behind it, then the gate opens for everyone.
+//! - A pace comes from a policy whose window is within the cap (a daily quota says how many
+//!   in a day, not how far apart), and lasts as long as that window from the response that
+//!   stated it: a pace never outlives what set it.
 
 use std::time::Duration;
 
@@ -27,6 +32,15 @@ enum Phase {
     Releasing,
 }
 
+/// The server's policy as a spacing between requests, and until when it stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Pace {
+    /// The policy's window divided by its quota.
+    pub(crate) interval: Duration,
+    /// The end of the window the policy was stated for.
+    pub(crate) until: Instant,
+}
+
 /// Whether a request may go now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Release {
@@ -42,17 +56,20 @@ pub(super) enum Release {
 #[derive(Debug, Default)]
 pub(super) struct Reopening {
     phase: Phase,
-    /// Waiters still to leave one at a time before the gate opens, when the rate is unknown.
+    /// Whether the probe after the last closure came back healthy: the release has begun.
+    releasing: bool,
+    /// The calls still to leave under the release's rules before the gate opens.
     backlog: usize,
     last_release: Option<Instant>,
-    /// The server's policy as a spacing between requests (window / limit).
-    interval: Option<Duration>,
+    pace: Option<Pace>,
 }
 
 impl Reopening {
     /// The gate was closed (again): the next request out probes.
     pub(super) fn closed(&mut self) {
         self.phase = Phase::Probe;
+        self.releasing = false;
+        self.backlog = 0;
     }
 
     /// Whether the next request may go, as far as the reopening is concerned; `quota_known`:
@@ -63,42 +80,48 @@ impl Reopening {
             Phase::Probe => Release::Go { probe: true },
             Phase::Open => Release::Go { probe: false },
             Phase::Releasing if quota_known => Release::Go { probe: false },
-            Phase::Releasing => match self.next_release().filter(|at| *at > now) {
-                Some(at) => Release::At(at),
+            Phase::Releasing => {
                 // At its policy's rate; or, knowing nothing, one at a time.
-                None => Release::Go {
-                    probe: self.interval.is_none(),
-                },
-            },
+                let pace = self.pace.filter(|pace| pace.until > now);
+                let spacing = pace.map_or(SPACING, |pace| pace.interval.max(SPACING));
+                match self.last_release.map(|last| last + spacing) {
+                    Some(at) if at > now => Release::At(at),
+                    _ => Release::Go {
+                        probe: pace.is_none(),
+                    },
+                }
+            }
         }
     }
 
-    /// A request went at `now`, `waiting` calls behind it.
-    pub(super) fn admitted(&mut self, probe: bool, now: Instant, waiting: usize) {
-        if self.phase == Phase::Probe {
-            // The first out after a closure: the backlog it leaves behind.
-            self.backlog = waiting;
-        } else if probe {
+    /// A request went at `now`.
+    pub(super) fn admitted(&mut self, probe: bool, now: Instant) {
+        if self.phase == Phase::Open {
+            return;
+        }
+        self.last_release = Some(now);
+        if self.phase == Phase::Releasing {
             self.backlog = self.backlog.saturating_sub(1);
         }
         if probe {
             self.phase = Phase::Probing;
-        }
-        if self.phase != Phase::Open {
-            self.last_release = Some(now);
-        }
-        if waiting == 0 && self.phase == Phase::Releasing {
+        } else if self.backlog == 0 {
             self.phase = Phase::Open;
         }
     }
 
-    /// The probe out came back: refused, or healthy with `waiting` calls behind it;
-    /// `quota_known`: the server said how much is left.
-    pub(super) fn probe_answered(&mut self, refused: bool, waiting: usize, quota_known: bool) {
-        let rate_unknown = !quota_known && self.interval.is_none();
-        self.phase = if refused {
-            Phase::Probe
-        } else if waiting == 0 || (rate_unknown && self.backlog == 0) {
+    /// The probe out came back: refused, or healthy with `waiting` calls behind it.
+    pub(super) fn probe_answered(&mut self, refused: bool, waiting: usize) {
+        if refused {
+            self.phase = Phase::Probe;
+            return;
+        }
+        if !self.releasing {
+            // The first healthy answer after the closure: who waits now is the backlog.
+            self.releasing = true;
+            self.backlog = waiting;
+        }
+        self.phase = if self.backlog == 0 {
             Phase::Open
         } else {
             Phase::Releasing
@@ -121,15 +144,8 @@ impl Reopening {
         self.phase == Phase::Probe
     }
 
-    /// The server's policy, as a spacing between requests.
-    pub(super) fn pace(&mut self, interval: Duration) {
-        self.interval = Some(interval);
-    }
-
-    /// The earliest the next paced release may go: the policy's spacing (or the least
-    /// spacing) after the last one.
-    fn next_release(&self) -> Option<Instant> {
-        let spacing = self.interval.unwrap_or(SPACING).max(SPACING);
-        self.last_release.map(|last| last + spacing)
+    /// The server's policy, as the latest response stated it.
+    pub(super) fn pace(&mut self, pace: Pace) {
+        self.pace = Some(pace);
     }
 }

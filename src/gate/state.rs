@@ -18,7 +18,7 @@ use tokio::time::Instant;
 
 use super::queue::Queue;
 use super::quota::{Quota, fold};
-use super::release::{Release, Reopening};
+use super::release::{Pace, Release, Reopening};
 
 /// How long a gate that owes a probe is remembered after its closure ended, with nobody
 /// waiting: long enough for calls arriving soon after to be let out one at a time.
@@ -33,8 +33,8 @@ pub(crate) struct Report {
     pub(crate) closed_until: Option<Instant>,
     /// The binding meter's remaining quota and reset.
     pub(crate) quota: Option<Quota>,
-    /// The server's policy as a spacing between requests (window / limit).
-    pub(crate) interval: Option<Duration>,
+    /// The server's policy as a spacing between requests.
+    pub(crate) pace: Option<Pace>,
 }
 
 /// How a request was let through, as its response must be recorded.
@@ -145,9 +145,8 @@ impl Gate {
             self.in_flight = self.in_flight.saturating_sub(1);
         }
         if self.is_current_probe(admitted) {
-            let quota_known = self.quota.is_some();
             self.reopening
-                .probe_answered(report.refused, self.queue.len(), quota_known);
+                .probe_answered(report.refused, self.queue.len());
         }
         self.take_in(report, admitted.epoch, now);
         self.wake_head();
@@ -212,8 +211,8 @@ impl Gate {
         if let Some(quota) = report.quota.filter(|quota| quota.reset_at > now) {
             self.learn_quota(quota, epoch, now);
         }
-        if let Some(interval) = report.interval {
-            self.reopening.pace(interval);
+        if let Some(pace) = report.pace {
+            self.reopening.pace(pace);
         }
     }
 
@@ -280,7 +279,7 @@ impl Gate {
 
     fn admit(&mut self, probe: bool, now: Instant) -> Admission {
         self.in_flight += 1;
-        self.reopening.admitted(probe, now, self.queue.len());
+        self.reopening.admitted(probe, now);
         self.admission(probe)
     }
 
@@ -351,8 +350,16 @@ mod tests {
         refused: false,
         closed_until: None,
         quota: None,
-        interval: None,
+        pace: None,
     };
+
+    /// A policy's pace of `interval`, stated for a window that lasts well beyond the test.
+    fn paced(interval: Duration, now: Instant) -> Option<Pace> {
+        Some(Pace {
+            interval,
+            until: now + 60 * SECOND,
+        })
+    }
 
     impl Gate {
         /// A call that respects the quota arriving: `Ok(admission)` or `Err(id)`.
@@ -548,7 +555,7 @@ mod tests {
         let ids: Vec<u64> = (0..4).map(|_| gate.come(now).unwrap_err()).collect();
         let (probe, open) = gate.go(ids[0], now, &waker);
         let policy = Report {
-            interval: Some(100 * MS),
+            pace: paced(100 * MS, now),
             ..Report::default()
         };
         gate.answered(probe, policy, open);
@@ -975,7 +982,7 @@ mod tests {
         let (_, waker) = waker();
         let first = gate.come(now).unwrap();
         let refusal = Report {
-            interval: Some(100 * MS),
+            pace: paced(100 * MS, now),
             ..closed(now + SECOND)
         };
         gate.answered(first, refusal, now);
@@ -989,5 +996,56 @@ mod tests {
             Err(Some(open + 100 * MS)),
             "paced at the policy's rate, not all at once"
         );
+    }
+
+    #[test]
+    fn a_pace_is_forgotten_once_the_window_it_was_stated_for_is_over() {
+        let now = Instant::now();
+        let mut gate = closed_gate(now, SECOND);
+        let (_, waker) = waker();
+        let ids: Vec<u64> = (0..3).map(|_| gate.come(now).unwrap_err()).collect();
+        let (probe, open) = gate.go(ids[0], now, &waker);
+        let policy = Report {
+            pace: Some(Pace {
+                interval: 10 * SECOND,
+                until: open + 5 * SECOND,
+            }),
+            ..HEALTHY
+        };
+        gate.answered(probe, policy, open);
+        assert_eq!(
+            gate.poll_waiter(ids[1], open, &waker),
+            Err(Some(open + 10 * SECOND))
+        );
+        // Its window over, the policy no longer spaces the backlog: one at a time instead.
+        let later = open + 5 * SECOND;
+        let next = gate.poll_waiter(ids[1], later, &waker).unwrap();
+        assert!(next.probe, "knowing no rate, each goes alone");
+    }
+
+    #[test]
+    fn the_release_ends_with_its_backlog_and_later_calls_are_not_paced() {
+        let now = Instant::now();
+        let mut gate = closed_gate(now, SECOND);
+        let (_, waker) = waker();
+        let ids: Vec<u64> = (0..3).map(|_| gate.come(now).unwrap_err()).collect();
+        let (probe, open) = gate.go(ids[0], now, &waker);
+        gate.answered(
+            probe,
+            Report {
+                pace: paced(SECOND, open),
+                ..HEALTHY
+            },
+            open,
+        );
+        // Two were waiting when the probe came back: they are the backlog.
+        let (_, first) = gate.go(ids[1], open, &waker);
+        assert_eq!(first, open + SECOND);
+        let late = gate.come(first).unwrap_err();
+        let (_, second) = gate.go(ids[2], first, &waker);
+        assert_eq!(second, open + 2 * SECOND);
+        // The backlog gone, the call that arrived during the release goes at once.
+        assert!(gate.poll_waiter(late, second, &waker).is_ok());
+        assert!(gate.come(second).is_ok(), "open again");
     }
 }

@@ -82,7 +82,7 @@ impl Window {
                 remaining,
                 reset_at: clocks.instant(reset),
             }),
-            interval: None,
+            pace: None,
         }
     }
 }
