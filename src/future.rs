@@ -87,6 +87,9 @@ pin_project! {
 }
 
 /// What comes after a step of the call: another state, or the call's result.
+// Returned by value and moved straight into the pinned state: boxing the state to shrink it
+// would cost an allocation every step.
+#[allow(clippy::large_enum_variant)]
 enum Step<F, B, R> {
     Next(State<F, B>),
     Finish(Result<R, BoxError>),

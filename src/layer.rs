@@ -29,6 +29,7 @@ use crate::service::RateLimit;
 /// | [`rate_limited_retries`](Self::rate_limited_retries) | 10, at least 1 |
 /// | [`backoff`](Self::backoff) | 500 ms × 2^n, at most 20 s, × U[0.5, 1] |
 /// | [`respect_remaining`](Self::respect_remaining) | on |
+/// | [`probe_timeout`](Self::probe_timeout) | 10 s |
 /// | [`key`](Self::key) | the request's origin, [`Key::origin`] |
 /// | [`gates`](Self::gates) | a set of gates of its own, shared by every service it makes |
 ///
@@ -155,6 +156,19 @@ impl<P> RateLimitLayer<P> {
     /// on). Off, only a rate-limited response closes the gate.
     pub fn respect_remaining(mut self, respect: bool) -> Self {
         self.config.settings.respect_remaining = respect;
+        self
+    }
+
+    /// How long the probe after a closure (the first request out when the gate reopens, which
+    /// goes alone) may stay unanswered before the next waiting call probes instead (default
+    /// 10 s, at least 1 ms).
+    ///
+    /// No single request holds a key's gate indefinitely: a probe that hangs is given up on as
+    /// a probe (its answer, if it comes, still counts), and every call behind it would
+    /// otherwise wait out its whole budget. Set it above the time the server takes to answer
+    /// one request.
+    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
+        self.config.settings.probe_timeout = timeout;
         self
     }
 

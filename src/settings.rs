@@ -5,6 +5,9 @@ use std::time::Duration;
 
 use crate::backoff::Backoff;
 
+/// The least time a probe is given to answer before the next waiter probes.
+const SHORTEST_PROBE_TIMEOUT: Duration = Duration::from_millis(1);
+
 /// The settings of one layer, shared by every call through it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Settings {
@@ -15,6 +18,7 @@ pub(crate) struct Settings {
     pub(crate) rate_limited_retries: u32,
     pub(crate) backoff: Backoff,
     pub(crate) respect_remaining: bool,
+    pub(crate) probe_timeout: Duration,
 }
 
 impl Default for Settings {
@@ -27,6 +31,7 @@ impl Default for Settings {
             rate_limited_retries: 10,
             backoff: Backoff::default(),
             respect_remaining: true,
+            probe_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -40,6 +45,8 @@ impl Settings {
             // Zero would silently turn retrying off; the policy is the way to do that.
             transient_retries: self.transient_retries.max(1),
             rate_limited_retries: self.rate_limited_retries.max(1),
+            // Zero would let every waiter probe at once: no probe would go alone.
+            probe_timeout: self.probe_timeout.max(SHORTEST_PROBE_TIMEOUT),
             ..self
         };
         if floored != self {
@@ -68,6 +75,7 @@ mod tests {
         assert_eq!(settings.max_wait, 120 * SECOND);
         assert_eq!(settings.transient_retries, 3);
         assert_eq!(settings.rate_limited_retries, 10);
+        assert_eq!(settings.probe_timeout, 10 * SECOND);
         assert_eq!(settings.effective(), settings);
     }
 
@@ -91,10 +99,12 @@ mod tests {
         let zero = Settings {
             transient_retries: 0,
             rate_limited_retries: 0,
+            probe_timeout: Duration::ZERO,
             ..Settings::default()
         };
         let settings = zero.effective();
         assert_eq!(settings.transient_retries, 1);
         assert_eq!(settings.rate_limited_retries, 1);
+        assert_eq!(settings.probe_timeout, SHORTEST_PROBE_TIMEOUT);
     }
 }

@@ -855,3 +855,72 @@ async fn a_pace_drawn_from_a_window_longer_than_the_cap_is_not_applied() {
         assert_eq!(arrivals.lock().unwrap().len(), 23);
     }
 }
+
+/// A service that refuses its first request for `refusal`, never answers its second, and
+/// accepts the rest; it records when each request arrived.
+fn hangs_on_the_probe(
+    refusal: &'static str,
+    arrivals: Arc<Mutex<Vec<Instant>>>,
+) -> impl Service<Request<String>, Response = Response<String>, Error = BoxError, Future: Send>
++ Clone
++ Send
++ 'static {
+    tower::service_fn(move |_request: Request<String>| {
+        let nth = {
+            let mut log = arrivals.lock().unwrap();
+            log.push(Instant::now());
+            log.len()
+        };
+        async move {
+            let mut response = Response::builder();
+            match nth {
+                1 => response = response.status(429).header("retry-after", refusal),
+                2 => std::future::pending::<()>().await,
+                _ => {}
+            }
+            Ok::<_, BoxError>(response.body(String::new()).unwrap())
+        }
+    })
+}
+
+/// Hole 2: the probe after a 429 hung, and nothing else went while it was out: every waiter
+/// failed at the end of its budget, and so did calls arriving later.
+#[tokio::test(start_paused = true)]
+async fn a_probe_that_never_answers_holds_the_gate_no_longer_than_the_probe_timeout() {
+    for (layer, timeout) in [
+        (RateLimitLayer::new(), 10 * SECOND),
+        (RateLimitLayer::new().probe_timeout(3 * SECOND), 3 * SECOND),
+    ] {
+        let arrivals: Arc<Mutex<Vec<Instant>>> = Arc::default();
+        let service = hangs_on_the_probe("5", arrivals.clone());
+        let started = Instant::now();
+        let first = tokio::spawn(layer.layer(service.clone()).oneshot(request("api.test")));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let waiters: Vec<_> = (0..3)
+            .map(|_| tokio::spawn(layer.layer(service.clone()).oneshot(request("api.test"))))
+            .collect();
+        for waiter in waiters {
+            assert_eq!(waiter.await.unwrap().unwrap().status(), 200);
+        }
+        let reopened = started + 5 * SECOND;
+        let log = arrivals.lock().unwrap().clone();
+        assert!(
+            log[1] >= reopened,
+            "the probe went at {:?}",
+            log[1] - started
+        );
+        assert!(
+            log[2] >= log[1] + timeout && log[2] <= log[1] + timeout + SECOND,
+            "the next probe went {:?} after the hung one",
+            log[2] - log[1]
+        );
+        let late = Instant::now();
+        layer
+            .layer(service)
+            .oneshot(request("api.test"))
+            .await
+            .unwrap();
+        assert_eq!(late.elapsed(), Duration::ZERO, "a later call goes at once");
+        first.abort();
+    }
+}

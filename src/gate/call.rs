@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use super::Gates;
 use super::quota::Quota;
 use super::release::Pace;
-use super::state::{Admission, Gate, Report};
+use super::state::{Admission, Gate, Report, Terms};
 use super::ticket::{Pass, Place};
 use super::time::after;
 use crate::headers::RateLimitInfo;
@@ -81,9 +81,13 @@ impl Call {
                 return Entered::Throttled(closed_for);
             }
         }
-        match gate.arrive(now, settings.respect_remaining) {
+        let terms = Terms {
+            metered: settings.respect_remaining,
+            probe_timeout: settings.probe_timeout,
+        };
+        match gate.arrive(now, terms) {
             Ok(admission) => Entered::Admitted(self.pass(admission)),
-            Err(id) => Entered::Queued(Place::new(self.gates.clone(), self.key.clone(), id)),
+            Err(id) => Entered::Queued(Place::new(self.gates.clone(), self.key.clone(), id, terms)),
         }
     }
 

@@ -128,8 +128,14 @@ impl Table {
 }
 #[cfg(test)]
 mod tests {
+    use super::super::state::Terms;
     use super::*;
     use std::time::Duration;
+
+    const TERMS: Terms = Terms {
+        metered: true,
+        probe_timeout: Duration::from_secs(10),
+    };
 
     const SECOND: Duration = Duration::from_secs(1);
 
@@ -143,7 +149,7 @@ mod tests {
         }
         for n in 0..busy {
             let mut gate = Gate::new();
-            gate.arrive(now, true).unwrap();
+            gate.arrive(now, TERMS).unwrap();
             table.gates.insert(Key::named(format!("busy{n}")), gate);
         }
         table

@@ -62,6 +62,10 @@ pub(super) struct Reopening {
     backlog: usize,
     last_release: Option<Instant>,
     pace: Option<Pace>,
+    /// How many probes have gone: the last of them is the one out while probing.
+    probes: u64,
+    /// When the probe out stops holding the others back.
+    probe_deadline: Option<Instant>,
 }
 
 impl Reopening {
@@ -76,7 +80,11 @@ impl Reopening {
     /// the server said how much is left, and up to that, calls go at once.
     pub(super) fn next(&self, now: Instant, quota_known: bool) -> Release {
         match self.phase {
-            Phase::Probing => Release::Blocked,
+            // Until the probe comes back, or its time is up: then the next one probes.
+            Phase::Probing => match self.probe_deadline {
+                Some(deadline) if deadline > now => Release::At(deadline),
+                _ => Release::Go { probe: true },
+            },
             Phase::Probe => Release::Go { probe: true },
             Phase::Open => Release::Go { probe: false },
             Phase::Releasing if quota_known => Release::Go { probe: false },
@@ -94,10 +102,11 @@ impl Reopening {
         }
     }
 
-    /// A request went at `now`.
-    pub(super) fn admitted(&mut self, probe: bool, now: Instant) {
+    /// A request went at `now`, as a probe or not; a probe may stay unanswered for `timeout`
+    /// before the next one goes. Which probe it is, if it is one.
+    pub(super) fn admitted(&mut self, probe: bool, now: Instant, timeout: Duration) -> Option<u64> {
         if self.phase == Phase::Open {
-            return;
+            return None;
         }
         self.last_release = Some(now);
         if self.phase == Phase::Releasing {
@@ -105,9 +114,14 @@ impl Reopening {
         }
         if probe {
             self.phase = Phase::Probing;
-        } else if self.backlog == 0 {
+            self.probes += 1;
+            self.probe_deadline = Some(now + timeout);
+            return Some(self.probes);
+        }
+        if self.backlog == 0 {
             self.phase = Phase::Open;
         }
+        None
     }
 
     /// The probe out came back: refused, or healthy with `waiting` calls behind it.
@@ -137,6 +151,11 @@ impl Reopening {
     /// Whether a probe is out.
     pub(super) fn is_probing(&self) -> bool {
         self.phase == Phase::Probing
+    }
+
+    /// Whether `probe` is the probe out: the last to go, still unanswered.
+    pub(super) fn is_probe_out(&self, probe: u64) -> bool {
+        self.is_probing() && probe == self.probes
     }
 
     /// Whether the next request out must probe.

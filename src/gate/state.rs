@@ -42,8 +42,8 @@ pub(crate) struct Report {
 pub(crate) struct Admission {
     /// The gate's epoch when it went: its answer speaks of the window of that epoch.
     pub(crate) epoch: u64,
-    /// A probe: nothing else goes until it comes back.
-    pub(crate) probe: bool,
+    /// A probe, and which: nothing else goes until it comes back, or its time is up.
+    pub(crate) probe: Option<u64>,
     /// It counts in `in_flight` (the gate existed when it was let through).
     pub(crate) counted: bool,
 }
@@ -52,9 +52,18 @@ impl Admission {
     /// Let through without a gate to count it.
     pub(crate) const UNCOUNTED: Admission = Admission {
         epoch: 0,
-        probe: false,
+        probe: None,
         counted: false,
     };
+}
+
+/// What a call's layer asks of the gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Terms {
+    /// The call respects the quota and pace the server reported.
+    pub(crate) metered: bool,
+    /// How long a probe it sends may stay unanswered before the next waiter probes.
+    pub(crate) probe_timeout: Duration,
 }
 
 /// The state of one key's gate.
@@ -79,14 +88,14 @@ impl Gate {
 
     /// A call arriving: let through at once (`Ok`), or given a place in the queue (`Err(id)`).
     /// A call that does not respect the quota only ever waits for a 429's closure.
-    pub(crate) fn arrive(&mut self, now: Instant, respect_quota: bool) -> Result<Admission, u64> {
-        if !respect_quota && self.closed_until.is_none_or(|until| until <= now) {
+    pub(crate) fn arrive(&mut self, now: Instant, terms: Terms) -> Result<Admission, u64> {
+        if !terms.metered && self.closed_until.is_none_or(|until| until <= now) {
             self.in_flight += 1;
-            return Ok(self.admission(false));
+            return Ok(self.admission(None));
         }
         if self.queue.len() == 0 {
             if let Release::Go { probe } = self.release(now) {
-                return Ok(self.admit(probe, now));
+                return Ok(self.admit(probe, now, terms));
             }
         }
         Err(self.queue.push())
@@ -108,17 +117,18 @@ impl Gate {
         id: u64,
         now: Instant,
         waker: &Waker,
+        terms: Terms,
     ) -> Result<Admission, Option<Instant>> {
         let Some(position) = self.queue.position(id) else {
             // Not queued: nothing holds it back.
             self.in_flight += 1;
-            return Ok(self.admission(false));
+            return Ok(self.admission(None));
         };
         let look_again = if position == 0 {
             match self.release(now) {
                 Release::Go { probe } => {
                     self.queue.pop_head();
-                    let admission = self.admit(probe, now);
+                    let admission = self.admit(probe, now, terms);
                     self.wake_head();
                     return Ok(admission);
                 }
@@ -277,13 +287,13 @@ impl Gate {
         self.reopening.next(now, self.quota.is_some())
     }
 
-    fn admit(&mut self, probe: bool, now: Instant) -> Admission {
+    fn admit(&mut self, probe: bool, now: Instant, terms: Terms) -> Admission {
         self.in_flight += 1;
-        self.reopening.admitted(probe, now);
+        let probe = self.reopening.admitted(probe, now, terms.probe_timeout);
         self.admission(probe)
     }
 
-    fn admission(&self, probe: bool) -> Admission {
+    fn admission(&self, probe: Option<u64>) -> Admission {
         Admission {
             epoch: self.epoch,
             probe,
@@ -292,7 +302,10 @@ impl Gate {
     }
 
     fn is_current_probe(&self, admitted: Admission) -> bool {
-        admitted.probe && admitted.epoch == self.epoch && self.reopening.is_probing()
+        admitted.epoch == self.epoch
+            && admitted
+                .probe
+                .is_some_and(|probe| self.reopening.is_probe_out(probe))
     }
 
     fn wake_head(&mut self) {
@@ -312,6 +325,18 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
     const SECOND: Duration = Duration::from_secs(1);
+
+    /// The terms of a call through a layer with the default settings.
+    const TERMS: Terms = Terms {
+        metered: true,
+        probe_timeout: Duration::from_secs(10),
+    };
+
+    /// The terms of a call through a layer that does not respect the quota.
+    const UNMETERED: Terms = Terms {
+        metered: false,
+        ..TERMS
+    };
 
     /// A waker that counts its wakes.
     #[derive(Default)]
@@ -364,13 +389,13 @@ mod tests {
     impl Gate {
         /// A call that respects the quota arriving: `Ok(admission)` or `Err(id)`.
         fn come(&mut self, now: Instant) -> Result<Admission, u64> {
-            self.arrive(now, true)
+            self.arrive(now, TERMS)
         }
 
         /// Polls `id` until it goes or is blocked, letting time pass as asked.
         fn go(&mut self, id: u64, mut now: Instant, waker: &Waker) -> (Admission, Instant) {
             loop {
-                match self.poll_waiter(id, now, waker) {
+                match self.poll_waiter(id, now, waker, TERMS) {
                     Ok(admission) => return (admission, now),
                     Err(Some(at)) => now = at,
                     Err(None) => panic!("blocked with no probe out"),
@@ -392,7 +417,7 @@ mod tests {
         let now = Instant::now();
         let mut gate = Gate::new();
         for _ in 0..3 {
-            assert!(!gate.come(now).unwrap().probe);
+            assert!(gate.come(now).unwrap().probe.is_none());
         }
         assert_eq!(gate.in_flight(), 3);
         assert_eq!(gate.waiters(), 0);
@@ -405,16 +430,18 @@ mod tests {
         let (_, waker) = waker();
         let id = gate.come(now).unwrap_err();
         assert_eq!(
-            gate.poll_waiter(id, now, &waker),
+            gate.poll_waiter(id, now, &waker, TERMS),
             Err(Some(now + 2 * SECOND))
         );
         let early = now + 2 * SECOND - MS;
         assert_eq!(
-            gate.poll_waiter(id, early, &waker),
+            gate.poll_waiter(id, early, &waker, TERMS),
             Err(Some(now + 2 * SECOND))
         );
-        let admitted = gate.poll_waiter(id, now + 2 * SECOND, &waker).unwrap();
-        assert!(admitted.probe, "the first out probes");
+        let admitted = gate
+            .poll_waiter(id, now + 2 * SECOND, &waker, TERMS)
+            .unwrap();
+        assert!(admitted.probe.is_some(), "the first out probes");
     }
 
     #[test]
@@ -435,16 +462,16 @@ mod tests {
         let (_, waker) = waker();
         let ids: Vec<u64> = (0..3).map(|_| gate.come(now).unwrap_err()).collect();
         let open = now + SECOND;
-        let probe = gate.poll_waiter(ids[0], open, &waker).unwrap();
-        assert!(probe.probe);
+        let probe = gate.poll_waiter(ids[0], open, &waker, TERMS).unwrap();
+        assert!(probe.probe.is_some());
         assert_eq!(
-            gate.poll_waiter(ids[1], open, &waker),
-            Err(None),
-            "behind the probe"
+            gate.poll_waiter(ids[1], open, &waker, TERMS),
+            Err(Some(open + TERMS.probe_timeout)),
+            "behind the probe, until it answers or its time is up"
         );
         gate.answered(probe, closed(open + SECOND), open);
         assert_eq!(
-            gate.poll_waiter(ids[1], open, &waker),
+            gate.poll_waiter(ids[1], open, &waker, TERMS),
             Err(Some(open + SECOND))
         );
     }
@@ -461,11 +488,11 @@ mod tests {
         gate.learn(closed(open + 20 * SECOND), open);
         gate.answered(probe, closed(open + SECOND), open);
         assert_eq!(
-            gate.poll_waiter(ids[1], open, &waker),
+            gate.poll_waiter(ids[1], open, &waker, TERMS),
             Err(Some(open + 20 * SECOND))
         );
         let (next, _) = gate.go(ids[1], open, &waker);
-        assert!(next.probe);
+        assert!(next.probe.is_some());
     }
 
     #[test]
@@ -481,12 +508,12 @@ mod tests {
         assert_ne!(old_probe.epoch, new_probe.epoch);
         gate.answered(old_probe, HEALTHY, reopen);
         assert_eq!(
-            gate.poll_waiter(ids[2], reopen, &waker),
-            Err(None),
+            gate.poll_waiter(ids[2], reopen, &waker, TERMS),
+            Err(Some(reopen + TERMS.probe_timeout)),
             "still behind the new probe"
         );
         gate.answered(new_probe, HEALTHY, reopen);
-        assert!(gate.go(ids[2], reopen, &waker).0.probe);
+        assert!(gate.go(ids[2], reopen, &waker).0.probe.is_some());
     }
 
     #[test]
@@ -499,7 +526,7 @@ mod tests {
         let mut released = Vec::new();
         for (index, id) in backlog.iter().enumerate() {
             let (admitted, at) = gate.go(*id, clock, &waker);
-            assert!(admitted.probe, "waiter {index} leaves alone");
+            assert!(admitted.probe.is_some(), "waiter {index} leaves alone");
             clock = at;
             released.push(clock);
             if index == 10 {
@@ -514,8 +541,13 @@ mod tests {
         }
         // The backlog gone, the call that arrived during it goes with no probe, at once.
         let late = gate.queue.head().unwrap();
-        assert!(!gate.poll_waiter(late, clock, &waker).unwrap().probe);
-        assert!(!gate.come(clock).unwrap().probe, "open again");
+        assert!(
+            gate.poll_waiter(late, clock, &waker, TERMS)
+                .unwrap()
+                .probe
+                .is_none()
+        );
+        assert!(gate.come(clock).unwrap().probe.is_none(), "open again");
     }
 
     #[test]
@@ -526,23 +558,23 @@ mod tests {
         let ids: Vec<u64> = (0..5).map(|_| gate.come(now).unwrap_err()).collect();
         let (probe, open) = gate.go(ids[0], now, &waker);
         gate.answered(probe, quota(2, open + 60 * SECOND), open);
-        let second = gate.poll_waiter(ids[1], open, &waker).unwrap();
-        let third = gate.poll_waiter(ids[2], open, &waker).unwrap();
-        assert!(!second.probe && !third.probe);
+        let second = gate.poll_waiter(ids[1], open, &waker, TERMS).unwrap();
+        let third = gate.poll_waiter(ids[2], open, &waker, TERMS).unwrap();
+        assert!(second.probe.is_none() && third.probe.is_none());
         assert_eq!(
-            gate.poll_waiter(ids[3], open, &waker),
+            gate.poll_waiter(ids[3], open, &waker, TERMS),
             Err(None),
             "both units are out"
         );
         gate.answered(second, quota(1, open + 60 * SECOND), open);
         gate.answered(third, quota(0, open + 60 * SECOND), open);
         assert_eq!(
-            gate.poll_waiter(ids[3], open, &waker),
+            gate.poll_waiter(ids[3], open, &waker, TERMS),
             Err(Some(open + 60 * SECOND)),
             "two remained: the rest wait for the reset"
         );
         assert!(
-            gate.go(ids[3], open, &waker).0.probe,
+            gate.go(ids[3], open, &waker).0.probe.is_some(),
             "the new window probes"
         );
     }
@@ -560,13 +592,18 @@ mod tests {
         };
         gate.answered(probe, policy, open);
         assert_eq!(
-            gate.poll_waiter(ids[1], open, &waker),
+            gate.poll_waiter(ids[1], open, &waker, TERMS),
             Err(Some(open + 100 * MS))
         );
-        let second = gate.poll_waiter(ids[1], open + 100 * MS, &waker).unwrap();
-        assert!(!second.probe, "at a known rate, nobody waits for answers");
+        let second = gate
+            .poll_waiter(ids[1], open + 100 * MS, &waker, TERMS)
+            .unwrap();
+        assert!(
+            second.probe.is_none(),
+            "at a known rate, nobody waits for answers"
+        );
         assert_eq!(
-            gate.poll_waiter(ids[2], open + 100 * MS, &waker),
+            gate.poll_waiter(ids[2], open + 100 * MS, &waker, TERMS),
             Err(Some(open + 200 * MS))
         );
     }
@@ -581,11 +618,13 @@ mod tests {
         let (_, waker) = waker();
         let id = gate.come(now).unwrap_err();
         assert_eq!(
-            gate.poll_waiter(id, now, &waker),
+            gate.poll_waiter(id, now, &waker, TERMS),
             Err(Some(now + 30 * SECOND))
         );
-        let admitted = gate.poll_waiter(id, now + 30 * SECOND, &waker).unwrap();
-        assert!(admitted.probe);
+        let admitted = gate
+            .poll_waiter(id, now + 30 * SECOND, &waker, TERMS)
+            .unwrap();
+        assert!(admitted.probe.is_some());
     }
 
     #[test]
@@ -618,7 +657,7 @@ mod tests {
         let id = gate.come(now).unwrap_err();
         assert_eq!(gate.closed_for(now), None, "busy, not closed");
         assert_eq!(
-            gate.poll_waiter(id, now, &waker),
+            gate.poll_waiter(id, now, &waker, TERMS),
             Err(None),
             "waits for the answers"
         );
@@ -626,7 +665,7 @@ mod tests {
             gate.answered(*admission, quota(left, now + 10 * SECOND), now);
         }
         assert!(
-            gate.poll_waiter(id, now, &waker).is_ok(),
+            gate.poll_waiter(id, now, &waker, TERMS).is_ok(),
             "two units were left after all"
         );
     }
@@ -638,11 +677,11 @@ mod tests {
         let admitted = gate.come(now).unwrap();
         gate.answered(admitted, quota(0, now + 10 * SECOND), now);
         assert!(
-            gate.arrive(now, false).is_ok(),
+            gate.arrive(now, UNMETERED).is_ok(),
             "a spent window does not hold it"
         );
         gate.learn(closed(now + 5 * SECOND), now);
-        assert!(gate.arrive(now, false).is_err(), "a 429's closure does");
+        assert!(gate.arrive(now, UNMETERED).is_err(), "a 429's closure does");
     }
 
     #[test]
@@ -747,8 +786,8 @@ mod tests {
         let (probe, open) = gate.go(first, now, &waker);
         gate.abandoned(probe);
         assert_eq!(gate.in_flight(), 0);
-        let next = gate.poll_waiter(second, open, &waker).unwrap();
-        assert!(next.probe, "the next one probes");
+        let next = gate.poll_waiter(second, open, &waker, TERMS).unwrap();
+        assert!(next.probe.is_some(), "the next one probes");
     }
 
     #[test]
@@ -760,7 +799,10 @@ mod tests {
         let second = gate.come(now).unwrap_err();
         let (probe, open) = gate.go(first, now, &waker);
         gate.take_wakes();
-        assert_eq!(gate.poll_waiter(second, open, &waker), Err(None));
+        assert_eq!(
+            gate.poll_waiter(second, open, &waker, TERMS),
+            Err(Some(open + TERMS.probe_timeout))
+        );
         gate.answered(probe, HEALTHY, open);
         assert_eq!(
             count.0.load(Ordering::SeqCst),
@@ -779,7 +821,7 @@ mod tests {
         let mut gate = closed_gate(now, SECOND);
         let (_, waker) = waker();
         let ids: Vec<u64> = (0..4).map(|_| gate.come(now).unwrap_err()).collect();
-        assert_eq!(gate.poll_waiter(ids[1], now, &waker), Err(None));
+        assert_eq!(gate.poll_waiter(ids[1], now, &waker, TERMS), Err(None));
         gate.leave(ids[2]);
         gate.leave(ids[0]);
         assert_eq!(gate.take_wakes().len(), 1, "the new head is woken");
@@ -806,7 +848,7 @@ mod tests {
             gate.come(later).is_err(),
             "the gate is open, but someone waits"
         );
-        assert!(gate.poll_waiter(first, later, &waker).is_ok());
+        assert!(gate.poll_waiter(first, later, &waker, TERMS).is_ok());
     }
 
     #[test]
@@ -836,7 +878,9 @@ mod tests {
         let mut gate = Gate::new();
         let first = gate.come(now).unwrap();
         gate.answered(first, quota(2, now + 10 * SECOND), now);
-        let out: Vec<Admission> = (0..2).map(|_| gate.arrive(now, false).unwrap()).collect();
+        let out: Vec<Admission> = (0..2)
+            .map(|_| gate.arrive(now, UNMETERED).unwrap())
+            .collect();
         assert_eq!(gate.in_flight(), 2);
         assert!(
             gate.come(now).is_err(),
@@ -853,7 +897,7 @@ mod tests {
         let now = Instant::now();
         let mut gate = Gate::new();
         let (_, waker) = waker();
-        let admission = gate.poll_waiter(7, now, &waker).unwrap();
+        let admission = gate.poll_waiter(7, now, &waker, TERMS).unwrap();
         assert!(admission.counted);
         assert_eq!(gate.in_flight(), 1);
         gate.answered(admission, HEALTHY, now);
@@ -875,7 +919,7 @@ mod tests {
         gate.learn(closed(now), now);
         assert_eq!(gate.closed_for(now), None);
         assert!(
-            !gate.come(now).unwrap().probe,
+            gate.come(now).unwrap().probe.is_none(),
             "the gate never closed: nothing to probe"
         );
     }
@@ -933,7 +977,7 @@ mod tests {
         gate.learn(closed(now + SECOND), now);
         let open = now + SECOND;
         let probe = gate.come(open).unwrap();
-        assert!(probe.probe);
+        assert!(probe.probe.is_some());
         gate.answered(probe, quota(5, now + 10 * SECOND), open);
         assert_eq!(gate.quota(open).map(|quota| quota.remaining), Some(5));
     }
@@ -957,7 +1001,7 @@ mod tests {
         // Another 429 naming the same instant (or a shared store repeating the closure).
         gate.learn(closed(now + SECOND), now);
         let (probe, _) = gate.go(id, now, &waker);
-        assert!(probe.probe);
+        assert!(probe.probe.is_some());
         assert_eq!(probe.epoch, 1, "one closure, one epoch");
     }
 
@@ -967,7 +1011,7 @@ mod tests {
         let mut gate = closed_gate(now, SECOND);
         let open = now + SECOND;
         let probe = gate.come(open).unwrap();
-        assert!(probe.probe);
+        assert!(probe.probe.is_some());
         assert!(
             gate.come(open).is_err(),
             "nobody goes while the probe is out"
@@ -988,11 +1032,14 @@ mod tests {
         gate.answered(first, refusal, now);
         let open = now + SECOND;
         let probe = gate.come(open).unwrap();
-        assert!(probe.probe, "nobody waited: the probe leaves no backlog");
+        assert!(
+            probe.probe.is_some(),
+            "nobody waited: the probe leaves no backlog"
+        );
         let ids: Vec<u64> = (0..3).map(|_| gate.come(open).unwrap_err()).collect();
         gate.answered(probe, HEALTHY, open);
         assert_eq!(
-            gate.poll_waiter(ids[0], open, &waker),
+            gate.poll_waiter(ids[0], open, &waker, TERMS),
             Err(Some(open + 100 * MS)),
             "paced at the policy's rate, not all at once"
         );
@@ -1014,13 +1061,13 @@ mod tests {
         };
         gate.answered(probe, policy, open);
         assert_eq!(
-            gate.poll_waiter(ids[1], open, &waker),
+            gate.poll_waiter(ids[1], open, &waker, TERMS),
             Err(Some(open + 10 * SECOND))
         );
         // Its window over, the policy no longer spaces the backlog: one at a time instead.
         let later = open + 5 * SECOND;
-        let next = gate.poll_waiter(ids[1], later, &waker).unwrap();
-        assert!(next.probe, "knowing no rate, each goes alone");
+        let next = gate.poll_waiter(ids[1], later, &waker, TERMS).unwrap();
+        assert!(next.probe.is_some(), "knowing no rate, each goes alone");
     }
 
     #[test]
@@ -1045,7 +1092,35 @@ mod tests {
         let (_, second) = gate.go(ids[2], first, &waker);
         assert_eq!(second, open + 2 * SECOND);
         // The backlog gone, the call that arrived during the release goes at once.
-        assert!(gate.poll_waiter(late, second, &waker).is_ok());
+        assert!(gate.poll_waiter(late, second, &waker, TERMS).is_ok());
         assert!(gate.come(second).is_ok(), "open again");
+    }
+
+    #[test]
+    fn a_probe_unanswered_past_its_timeout_lets_the_next_waiter_probe() {
+        let now = Instant::now();
+        let mut gate = closed_gate(now, SECOND);
+        let (_, waker) = waker();
+        let ids: Vec<u64> = (0..3).map(|_| gate.come(now).unwrap_err()).collect();
+        let (hung, open) = gate.go(ids[0], now, &waker);
+        let timeout = TERMS.probe_timeout;
+        assert_eq!(
+            gate.poll_waiter(ids[1], open + timeout - MS, &waker, TERMS),
+            Err(Some(open + timeout))
+        );
+        let second = gate
+            .poll_waiter(ids[1], open + timeout, &waker, TERMS)
+            .unwrap();
+        assert!(second.probe.is_some(), "the next waiter probes");
+        assert_eq!(gate.in_flight(), 2, "the hung probe is still out");
+        // The hung probe's late answer is no answer to the probe out now.
+        gate.answered(hung, HEALTHY, open + timeout);
+        assert_eq!(
+            gate.poll_waiter(ids[2], open + timeout, &waker, TERMS),
+            Err(Some(open + 2 * timeout))
+        );
+        gate.answered(second, HEALTHY, open + timeout);
+        let (_, last) = gate.go(ids[2], open + timeout, &waker);
+        assert_eq!(last, open + timeout + SPACING, "the release goes on");
     }
 }

@@ -7,7 +7,7 @@ use std::task::Waker;
 use tokio::time::Instant;
 
 use super::Gates;
-use super::state::{Admission, Report};
+use super::state::{Admission, Report, Terms};
 use super::store::Window;
 use crate::key::Key;
 use crate::throttled::Throttled;
@@ -63,15 +63,17 @@ pub(crate) struct Place {
     gates: Gates,
     key: Key,
     id: u64,
+    terms: Terms,
     queued: bool,
 }
 
 impl Place {
-    pub(super) fn new(gates: Gates, key: Key, id: u64) -> Self {
+    pub(super) fn new(gates: Gates, key: Key, id: u64, terms: Terms) -> Self {
         Place {
             gates,
             key,
             id,
+            terms,
             queued: true,
         }
     }
@@ -81,7 +83,7 @@ impl Place {
         let mut table = self.gates.registry.lock();
         let (admission, wakes) = match table.gates.get_mut(&self.key) {
             Some(gate) => {
-                let admission = gate.poll_waiter(self.id, now, waker);
+                let admission = gate.poll_waiter(self.id, now, waker, self.terms);
                 (admission, gate.take_wakes())
             }
             // The gate was forgotten: nothing holds the call back.
