@@ -924,3 +924,43 @@ async fn a_probe_that_never_answers_holds_the_gate_no_longer_than_the_probe_time
         first.abort();
     }
 }
+
+/// Hole 4: when every unit of a window's quota was out, waiters were woken only by the
+/// answers; one slow answer held them long after the window had reset.
+#[tokio::test(start_paused = true)]
+async fn when_a_windows_quota_is_all_in_flight_waiters_wake_at_its_reset() {
+    let arrivals: Arc<Mutex<Vec<Instant>>> = Arc::default();
+    let log = arrivals.clone();
+    let service = tower::service_fn(move |_request: Request<String>| {
+        let nth = {
+            let mut log = log.lock().unwrap();
+            log.push(Instant::now());
+            log.len()
+        };
+        async move {
+            let mut response = Response::builder();
+            match nth {
+                1 => {
+                    response = response
+                        .header("x-ratelimit-remaining", "1")
+                        .header("x-ratelimit-reset", "2");
+                }
+                2 => tokio::time::sleep(100 * SECOND).await,
+                _ => {}
+            }
+            Ok::<_, BoxError>(response.body(String::new()).unwrap())
+        }
+    });
+    let gated = RateLimitLayer::new().layer(service);
+    let started = Instant::now();
+    gated.clone().oneshot(request("api.test")).await.unwrap();
+    let slow = tokio::spawn(gated.clone().oneshot(request("api.test")));
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    gated.oneshot(request("api.test")).await.unwrap();
+    let third = arrivals.lock().unwrap()[2] - started;
+    assert!(
+        third >= 2 * SECOND && third <= 2 * SECOND + SECOND / 10,
+        "sent {third:?} after the first, not at the reset"
+    );
+    slow.await.unwrap().unwrap();
+}

@@ -46,10 +46,8 @@ pub(crate) struct Pace {
 pub(super) enum Release {
     /// Yes, as a probe or not.
     Go { probe: bool },
-    /// Not before this instant.
+    /// Not before this instant (sooner, if a request out comes back).
     At(Instant),
-    /// Not until a request out comes back.
-    Blocked,
 }
 
 /// The reopening of one gate: where it stands after its last closure.

@@ -133,7 +133,6 @@ impl Gate {
                     return Ok(admission);
                 }
                 Release::At(at) => Some(at),
-                Release::Blocked => None,
             }
         } else {
             None
@@ -260,12 +259,14 @@ impl Gate {
             .map(|quota| quota.reset_at)
     }
 
-    /// Whether every unit the server said remains is taken by a request still out. Their
-    /// answers may give some back (they come back in any order, so the lowest figure can run
-    /// ahead of them): the gate waits for them, it does not close.
-    fn all_out(&self) -> bool {
+    /// The reset of a window whose every unit the server said remains is taken by a request
+    /// still out. Their answers may give some back (they come back in any order, so the
+    /// lowest figure can run ahead of them): the gate waits for them, or for the reset,
+    /// whichever comes first; it does not close.
+    fn all_out_until(&self) -> Option<Instant> {
         self.quota
-            .is_some_and(|quota| quota.remaining <= u64::from(self.in_flight))
+            .filter(|quota| quota.remaining <= u64::from(self.in_flight))
+            .map(|quota| quota.reset_at)
     }
 
     /// Whether the next request may go now, and on what terms.
@@ -281,8 +282,8 @@ impl Gate {
             self.close_until(reset_at);
             return Release::At(reset_at);
         }
-        if self.all_out() {
-            return Release::Blocked;
+        if let Some(reset_at) = self.all_out_until() {
+            return Release::At(reset_at);
         }
         self.reopening.next(now, self.quota.is_some())
     }
@@ -392,13 +393,13 @@ mod tests {
             self.arrive(now, TERMS)
         }
 
-        /// Polls `id` until it goes or is blocked, letting time pass as asked.
+        /// Polls `id`, the head of the queue, until it goes, letting time pass as asked.
         fn go(&mut self, id: u64, mut now: Instant, waker: &Waker) -> (Admission, Instant) {
             loop {
                 match self.poll_waiter(id, now, waker, TERMS) {
                     Ok(admission) => return (admission, now),
                     Err(Some(at)) => now = at,
-                    Err(None) => panic!("blocked with no probe out"),
+                    Err(None) => panic!("{id} is not the head of the queue"),
                 }
             }
         }
@@ -563,8 +564,8 @@ mod tests {
         assert!(second.probe.is_none() && third.probe.is_none());
         assert_eq!(
             gate.poll_waiter(ids[3], open, &waker, TERMS),
-            Err(None),
-            "both units are out"
+            Err(Some(open + 60 * SECOND)),
+            "both units are out: until their answers, or the reset"
         );
         gate.answered(second, quota(1, open + 60 * SECOND), open);
         gate.answered(third, quota(0, open + 60 * SECOND), open);
@@ -658,8 +659,8 @@ mod tests {
         assert_eq!(gate.closed_for(now), None, "busy, not closed");
         assert_eq!(
             gate.poll_waiter(id, now, &waker, TERMS),
-            Err(None),
-            "waits for the answers"
+            Err(Some(now + 10 * SECOND)),
+            "waits for the answers, or the reset"
         );
         for (admission, left) in out[..5].iter().zip([7, 6, 5, 4, 3]) {
             gate.answered(*admission, quota(left, now + 10 * SECOND), now);
