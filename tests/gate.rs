@@ -964,3 +964,65 @@ async fn when_a_windows_quota_is_all_in_flight_waiters_wake_at_its_reset() {
     );
     slow.await.unwrap().unwrap();
 }
+
+/// Hole 6: with the registry full, a 429 for a new key made room by forgetting a gate that
+/// held no call, even one closed by a 429: that key's next call went inside its window.
+#[tokio::test(start_paused = true)]
+async fn a_full_registry_never_forgets_a_closure_that_still_holds() {
+    let gates = Gates::with_capacity(1);
+    let layer = RateLimitLayer::new().gates(gates.clone());
+    // Each 429 goes back to its caller: the gate alone remembers it.
+    let refusal = |wait: &str| {
+        let headers = vec![
+            ("retry-after", wait.to_owned()),
+            ("x-should-retry", "false".to_owned()),
+        ];
+        Limiter::new(Model::ClosedUntil(Instant::now()), Headers::RetryAfter)
+            .scripted(vec![(429, headers)])
+    };
+    let a = refusal("30");
+    let b = refusal("5");
+    let started = Instant::now();
+    let first = layer.layer(a.clone()).oneshot(request("a.test")).await;
+    assert_eq!(first.unwrap().status(), 429);
+    let other = layer.layer(b.clone()).oneshot(request("b.test")).await;
+    assert_eq!(other.unwrap().status(), 429);
+    tokio::time::sleep(SECOND).await;
+    let again = layer.layer(a.clone()).oneshot(request("a.test")).await;
+    assert_eq!(again.unwrap().status(), 200);
+    let log = a.log();
+    assert!(
+        log[1].0 >= started + 30 * SECOND,
+        "a.test sent again after {:?}",
+        log[1].0 - started
+    );
+}
+
+/// Hole 6: a spent window reported for a new key was dropped when the registry was full,
+/// even of keys that only knew a quota with room.
+#[tokio::test(start_paused = true)]
+async fn a_spent_window_on_a_new_key_takes_the_place_of_a_key_that_holds_nothing() {
+    let gates = Gates::with_capacity(1);
+    let layer = RateLimitLayer::new().gates(gates.clone());
+    let answering = |field: &str| {
+        Limiter::new(Model::ClosedUntil(Instant::now()), Headers::RetryAfter)
+            .scripted(vec![(200, vec![("ratelimit", field.to_owned())])])
+    };
+    let roomy = answering("\"d\";r=50;t=60");
+    layer.layer(roomy).oneshot(request("a.test")).await.unwrap();
+    let spent = answering("\"d\";r=0;t=30");
+    let started = Instant::now();
+    layer
+        .layer(spent.clone())
+        .oneshot(request("b.test"))
+        .await
+        .unwrap();
+    layer
+        .layer(spent.clone())
+        .oneshot(request("b.test"))
+        .await
+        .unwrap();
+    let log = spent.log();
+    assert!(log[1].0 >= started + 30 * SECOND, "{log:?}");
+    assert_eq!(gates.len(), 1);
+}

@@ -82,9 +82,16 @@ impl Gates {
         Self::default()
     }
 
-    /// An empty set of gates remembering at most `capacity` keys (at least 1). Past it, what a
-    /// response says about a new key is not kept: that key behaves as unknown, and memory
-    /// stays bounded.
+    /// An empty set of gates remembering at most `capacity` keys (at least 1), so memory stays
+    /// bounded under any number of keys.
+    ///
+    /// A full registry makes room by forgetting gates that remember nothing; for a response
+    /// that holds a new key's calls back (a 429's closure, a spent window), also a gate that
+    /// holds none back (one that knows only a quota with room). A gate that holds calls back
+    /// (a closure or spent window in force, waiters, requests out) is never forgotten before
+    /// it passes. When every remembered key holds calls back, a new key is not remembered: its
+    /// calls go ungated, and a call refused on it sleeps out its own wait, never retrying
+    /// early; only its other calls meet the limit unwarned.
     pub fn with_capacity(capacity: usize) -> Self {
         Gates {
             registry: Arc::new(Registry::new(capacity, None)),

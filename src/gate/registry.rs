@@ -68,7 +68,7 @@ impl Table {
             None => {
                 let mut gate = Gate::new();
                 gate.learn(report, now);
-                self.keep(key, gate, report, now, capacity);
+                self.keep(key, gate, now, capacity);
             }
         }
     }
@@ -89,21 +89,22 @@ impl Table {
         }
         let mut gate = Gate::new();
         gate.answered(admitted, report, now);
-        self.keep(key, gate, report, now, capacity);
+        self.keep(key, gate, now, capacity);
         Vec::new()
     }
 
-    /// Keeps a new key's `gate`, made from `report`, if it has anything to remember and fits.
-    fn keep(&mut self, key: &Key, gate: Gate, report: Report, now: Instant, capacity: usize) {
-        let closes = report.closed_until.is_some();
-        if !gate.is_idle(now) && self.make_room(now, capacity, closes) {
+    /// Keeps a new key's `gate`, if it has anything to remember and fits.
+    fn keep(&mut self, key: &Key, gate: Gate, now: Instant, capacity: usize) {
+        if !gate.is_idle(now) && self.make_room(now, capacity, gate.holds_calls(now)) {
             self.gates.insert(key.clone(), gate);
         }
     }
 
-    /// Whether a new key fits. A full registry forgets idle gates now and then; for a closure
-    /// (`urgent`) it does so at once and, if still full, forgets a gate that holds no call, so
-    /// that a 429 is never lost for want of room.
+    /// Whether a new key fits. A full registry forgets idle gates now and then. For a gate
+    /// that holds calls back (`urgent`: a closure, a spent window) it does so at once and, if
+    /// still full, forgets a gate that holds none (one that knows only a quota with room, a
+    /// pace, a probe owed), so that a 429 is not lost for want of room. A gate that holds
+    /// calls back is never forgotten: a closure or a spent window stays until it passes.
     pub(super) fn make_room(&mut self, now: Instant, capacity: usize, urgent: bool) -> bool {
         if self.gates.len() < capacity {
             return true;
@@ -117,7 +118,7 @@ impl Table {
             let spare = self
                 .gates
                 .iter()
-                .find(|(_, gate)| gate.waiters() == 0 && gate.in_flight() == 0)
+                .find(|(_, gate)| !gate.holds_calls(now))
                 .map(|(key, _)| key.clone());
             if let Some(spare) = spare {
                 self.gates.remove(&spare);
@@ -126,8 +127,10 @@ impl Table {
         self.gates.len() < capacity
     }
 }
+
 #[cfg(test)]
 mod tests {
+    use super::super::quota::Quota;
     use super::super::state::Terms;
     use super::*;
     use std::time::Duration;
@@ -153,6 +156,20 @@ mod tests {
             table.gates.insert(Key::named(format!("busy{n}")), gate);
         }
         table
+    }
+
+    /// A gate that knows a quota with room, and holds no call back.
+    fn roomy_gate(now: Instant) -> Gate {
+        let mut gate = Gate::new();
+        let report = Report {
+            quota: Some(Quota {
+                remaining: 5,
+                reset_at: now + SECOND,
+            }),
+            ..Report::default()
+        };
+        gate.learn(report, now);
+        gate
     }
 
     fn closed_gate(now: Instant) -> Gate {
@@ -196,10 +213,31 @@ mod tests {
         );
 
         let mut spare = table(0, 3, now);
-        spare.gates.insert(Key::named("closed"), closed_gate(now));
+        spare.gates.insert(Key::named("roomy"), roomy_gate(now));
         assert!(spare.make_room(now, 4, true));
         assert_eq!(spare.gates.len(), 3);
-        assert!(!spare.gates.contains_key(&Key::named("closed")));
+        assert!(!spare.gates.contains_key(&Key::named("roomy")));
+    }
+
+    #[test]
+    fn a_closure_or_a_spent_window_in_force_is_never_forgotten_to_make_room() {
+        let now = Instant::now();
+        let mut table = Table::default();
+        table.gates.insert(Key::named("closed"), closed_gate(now));
+        let mut spent = Gate::new();
+        let report = Report {
+            quota: Some(Quota {
+                remaining: 0,
+                reset_at: now + SECOND,
+            }),
+            ..Report::default()
+        };
+        spent.learn(report, now);
+        table.gates.insert(Key::named("spent"), spent);
+        assert!(!table.make_room(now, 2, true));
+        assert_eq!(table.gates.len(), 2);
+        let over = now + SECOND;
+        assert!(table.make_room(over, 2, true), "once they pass, they go");
     }
 
     #[test]

@@ -197,6 +197,15 @@ impl Gate {
             && !probe_owed
     }
 
+    /// Whether the gate holds calls back or counts calls out: a closure or a spent window in
+    /// force, a waiter, a request out. Such a gate is never forgotten to make room.
+    pub(crate) fn holds_calls(&self, now: Instant) -> bool {
+        self.queue.len() > 0
+            || self.in_flight > 0
+            || self.reopening.is_probing()
+            || self.closed_for(now).is_some()
+    }
+
     /// How many calls wait.
     pub(crate) fn waiters(&self) -> usize {
         self.queue.len()
