@@ -32,10 +32,10 @@ use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
 use tower_service::Service;
 
-use crate::budget::{Answer, Budget, Declined, closure};
+use crate::budget::{Answer, Budget, Decision, Declined, closure};
 use crate::config::Config;
 use crate::events;
-use crate::gate::{Call as GateCall, Entered, Pass, Place, Said, after};
+use crate::gate::{Call as GateCall, Entered, Held, Pass, Place, Retry, Said, after};
 use crate::headers::RateLimitInfo;
 use crate::jitter::Draws;
 use crate::key::Key;
@@ -146,7 +146,7 @@ where
             let step = match call.state.as_mut().project() {
                 StateProj::Entering { .. } => {
                     match call.state.as_mut().project_replace(State::Done) {
-                        StateOwned::Entering { body } => call.enter(body, Instant::now(), true),
+                        StateOwned::Entering { body } => call.enter(body, Instant::now()),
                         _ => continue,
                     }
                 }
@@ -233,30 +233,34 @@ where
     S::Error: Into<BoxError>,
     P: Policy<B, ResBody>,
 {
-    /// The attempt with `body` arrives at its gate: it goes, waits there (`announce`: with an
-    /// event of its own), or gives up.
-    fn enter(&mut self, body: B, now: Instant, announce: bool) -> Step<S::Future, B, S::Response> {
+    /// The attempt with `body` arrives at its gate: it goes, waits there, or gives up.
+    fn enter(&mut self, body: B, now: Instant) -> Step<S::Future, B, S::Response> {
         let settings = &self.config.settings;
         match enter(self.gate.as_ref(), now, self.budget, settings) {
             // The first attempt goes on the service the caller polled ready.
             Entry::Go(pass) if self.budget.retries() == 0 => self.send(pass, body),
             Entry::Go(pass) => Step::Next(State::Readying { pass, body }),
             Entry::Wait(place) => {
-                if announce {
-                    announce_wait(self.gate.as_ref(), now, self.budget);
-                }
-                // Waiting holds no readiness: a service polled ready may hold a permit (a
-                // concurrency limit) that others need meanwhile.
-                *self.service = self.service.clone();
-                Step::Next(State::Waiting {
-                    sleep: tokio::time::sleep_until(after(now, self.budget.time_left(settings))),
-                    since: now,
-                    place,
-                    body,
-                })
+                announce_wait(self.gate.as_ref(), now, self.budget);
+                self.wait(place, body, now)
             }
             Entry::Throttled(throttled) => self.throttled(throttled),
         }
+    }
+
+    /// The attempt with `body` waits at its gate from `now`, in `place`, at most what is left
+    /// of the call's budget.
+    fn wait(&mut self, place: Place, body: B, now: Instant) -> Step<S::Future, B, S::Response> {
+        // Waiting holds no readiness: a service polled ready may hold a permit (a concurrency
+        // limit) that others need meanwhile.
+        *self.service = self.service.clone();
+        let left = self.budget.time_left(&self.config.settings);
+        Step::Next(State::Waiting {
+            sleep: tokio::time::sleep_until(after(now, left)),
+            since: now,
+            place,
+            body,
+        })
     }
 
     /// Sends the attempt with `body` on a service that is ready.
@@ -316,46 +320,61 @@ where
             self.budget
                 .decide(action, answer.instruction, settings, unit)
         });
+        // The next attempt's body, copied now: a retry is decided only with it in hand.
+        let next = decision
+            .filter(|decision| decision.declined.is_none())
+            .and(self.replay.as_ref())
+            .and_then(|body| self.policy.clone_body(body));
+        let declined = decision.and_then(|decision| match decision.declined {
+            None if next.is_none() => Some(Declined::NotReplayable),
+            declined => declined,
+        });
+        let retry = decision
+            .filter(|decision| decision.action == Action::RateLimited && declined.is_none())
+            .map(|decision| Retry {
+                wait: decision.wait,
+                budget: self.budget.time_left(settings),
+            });
         // A transport error says nothing about the limit: dropping the pass tells the gate no
         // answer came.
-        if let (Some(pass), Some(said)) = (pass, said) {
-            let closed_until =
-                closure(answer, decision.as_ref(), settings, unit).map(|wait| after(now, wait));
-            pass.answered(said.report(answer.refused, closed_until), now);
-        }
-        let Some(mut decision) = decision else {
+        let held = match (pass, said) {
+            (Some(pass), Some(said)) => {
+                let closed_until =
+                    closure(answer, decision.as_ref(), settings, unit).map(|wait| after(now, wait));
+                pass.answered(said.report(answer.refused, closed_until), now, retry)
+            }
+            _ => Held::Free,
+        };
+        let Some(decision) = decision.map(|decision| Decision {
+            declined,
+            ..decision
+        }) else {
             return Step::Finish(outcome);
         };
-        let next = match decision.declined {
-            None => self
-                .replay
-                .as_ref()
-                .and_then(|body| self.policy.clone_body(body)),
-            Some(_) => None,
-        };
-        if decision.declined.is_none() && next.is_none() {
-            decision.declined = Some(Declined::NotReplayable);
-        }
         let key = key_for(self.gate.as_ref(), self.request);
         events::wait_decided(key.as_ref(), &decision, attempt);
-        let Some(body) = next.filter(|_| decision.declined.is_none()) else {
+        let Some(body) = next.filter(|_| declined.is_none()) else {
             return Step::Finish(outcome);
         };
         *self.last = Some(outcome);
-        let held = self.gate.as_ref().is_some_and(|call| {
-            decision.action == Action::RateLimited && call.holds(now, decision.wait)
-        });
-        if held {
-            // The gate is closed at least as long: the call waits there with every other call
-            // on the key.
-            self.budget.spend(&decision, Duration::ZERO);
-            self.enter(body, now, false)
-        } else {
-            self.budget.spend(&decision, decision.wait);
-            Step::Next(State::Sleeping {
-                sleep: tokio::time::sleep_until(after(now, decision.wait)),
-                body,
-            })
+        match held {
+            // The gate is closed at least as long: the call waits there with every other
+            // call on the key.
+            Held::Waiting(place) => {
+                self.budget.spend(&decision, Duration::ZERO);
+                self.wait(place, body, now)
+            }
+            Held::Throttled(throttled) => {
+                self.budget.spend(&decision, Duration::ZERO);
+                self.throttled(throttled)
+            }
+            Held::Free => {
+                self.budget.spend(&decision, decision.wait);
+                Step::Next(State::Sleeping {
+                    sleep: tokio::time::sleep_until(after(now, decision.wait)),
+                    body,
+                })
+            }
         }
     }
 }

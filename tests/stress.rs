@@ -27,12 +27,21 @@ fn key(index: usize) -> Key {
     Key::named(format!("api-{index}"))
 }
 
-/// What the service did, per key: when each request arrived, and each window it named; and
-/// how many requests were cancelled before it answered.
+/// What the service did, per key: when each request arrived, and each window it named; per
+/// call, the windows its own refusals named and when its requests arrived; and how many
+/// requests were cancelled before it answered.
 struct Log {
     arrivals: Vec<Vec<Instant>>,
     windows: Vec<Vec<(Instant, Instant)>>,
+    calls: HashMap<usize, CallLog>,
     dropped_in_flight: usize,
+}
+
+/// One call's requests, as the service saw them.
+#[derive(Default)]
+struct CallLog {
+    arrivals: Vec<Instant>,
+    windows: Vec<(Instant, Instant)>,
 }
 
 /// Held while the service answers: dropped before it is marked answered, the call was
@@ -80,12 +89,20 @@ fn answer(
     }
 }
 
-/// Runs `calls` calls over `KEYS` keys through one layer; cancels about one in ten after a
-/// random time. Returns what the service logged, what the watcher saw, and the gates.
-async fn run(calls: usize, unit: Duration, meters: bool, seed: u64) -> (Log, Watched, Gates) {
+/// Runs `calls` calls over `KEYS` keys through one layer whose gates remember at most
+/// `capacity` keys; cancels about one in ten after a random time. Returns what the service
+/// logged, what the watcher saw, and the gates.
+async fn run(
+    calls: usize,
+    unit: Duration,
+    meters: bool,
+    capacity: usize,
+    seed: u64,
+) -> (Log, Watched, Gates) {
     let log = Arc::new(Mutex::new(Log {
         arrivals: vec![Vec::new(); KEYS],
         windows: vec![Vec::new(); KEYS],
+        calls: HashMap::new(),
         dropped_in_flight: 0,
     }));
     let rng = Arc::new(Mutex::new(StdRng::seed_from_u64(seed)));
@@ -95,7 +112,16 @@ async fn run(calls: usize, unit: Duration, meters: bool, seed: u64) -> (Log, Wat
         let (log, rng) = (service_log.clone(), service_rng.clone());
         async move {
             let index: usize = request.uri().path()[1..].parse().unwrap();
-            log.lock().unwrap().arrivals[index].push(Instant::now());
+            let call: usize = request.uri().query().unwrap().parse().unwrap();
+            {
+                let mut log = log.lock().unwrap();
+                log.arrivals[index].push(Instant::now());
+                log.calls
+                    .entry(call)
+                    .or_default()
+                    .arrivals
+                    .push(Instant::now());
+            }
             let (status, headers, window) = answer(&mut rng.lock().unwrap(), unit, meters);
             // The answer takes a little while, as it does over a network; its window runs
             // from when it is sent.
@@ -107,7 +133,10 @@ async fn run(calls: usize, unit: Duration, meters: bool, seed: u64) -> (Log, Wat
             in_flight.answered = true;
             if let Some(window) = window {
                 let now = Instant::now();
-                log.lock().unwrap().windows[index].push((now, now + window));
+                let mut log = log.lock().unwrap();
+                log.windows[index].push((now, now + window));
+                let named = (now, now + window);
+                log.calls.entry(call).or_default().windows.push(named);
             }
             let mut response = Response::builder().status(status);
             for (name, value) in headers {
@@ -116,7 +145,7 @@ async fn run(calls: usize, unit: Duration, meters: bool, seed: u64) -> (Log, Wat
             Ok::<_, BoxError>(response.body(String::new()).unwrap())
         }
     });
-    let gates = Gates::new();
+    let gates = Gates::with_capacity(capacity);
     let layer = RateLimitLayer::new()
         .gates(gates.clone())
         .key(|request| {
@@ -144,7 +173,7 @@ async fn run(calls: usize, unit: Duration, meters: bool, seed: u64) -> (Log, Wat
         };
         tasks.push(tokio::spawn(async move {
             tokio::time::sleep(start).await;
-            let request = Request::get(format!("/{}", call % KEYS))
+            let request = Request::get(format!("/{}?{call}", call % KEYS))
                 .body(String::new())
                 .unwrap();
             let call = async { service.ready().await?.call(request).await };
@@ -224,7 +253,7 @@ fn assert_settled(gates: &Gates) {
 
 #[tokio::test(start_paused = true)]
 async fn thousands_of_calls_with_random_429s_and_cancellations_on_the_paused_clock() {
-    let (log, watched, gates) = run(5_000, Duration::from_secs(1), true, 11).await;
+    let (log, watched, gates) = run(5_000, Duration::from_secs(1), true, KEYS, 11).await;
     assert_eq!(watched.brought_forward, Duration::ZERO);
     assert!(watched.closed > 10_000, "{}", watched.closed);
     assert_settled(&gates);
@@ -253,10 +282,11 @@ async fn thousands_of_calls_with_random_429s_and_cancellations_on_the_paused_clo
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn thousands_of_calls_racing_on_four_threads() {
-    let (log, watched, gates) = run(2_000, Duration::from_millis(20), false, 12).await;
+    let (log, watched, gates) = run(2_000, Duration::from_millis(20), false, KEYS, 12).await;
     assert_eq!(watched.brought_forward, Duration::ZERO);
     assert!(watched.closed > 100, "{}", watched.closed);
     assert_settled(&gates);
+    assert_no_retry_inside_its_own_window(&log);
     let arrivals: usize = log.arrivals.iter().map(Vec::len).sum();
     let named: usize = log.windows.iter().map(Vec::len).sum();
     println!(
@@ -267,4 +297,44 @@ async fn thousands_of_calls_racing_on_four_threads() {
         arrivals > 200 && named > 10,
         "{arrivals} arrivals, {named} windows"
     );
+}
+
+/// Every refused call's own retry waits out the window its refusal named: whether its gate
+/// holds it (the call takes its place there under the lock that records the closure, so no
+/// other thread can forget the gate or let it through in between) or the registry is too
+/// full to keep the key (the call sleeps the wait itself).
+fn assert_no_retry_inside_its_own_window(log: &Log) -> usize {
+    let mut refused_then_retried = 0;
+    for (call, seen) in &log.calls {
+        for (from, until) in &seen.windows {
+            let retries: Vec<&Instant> = seen.arrivals.iter().filter(|at| *at > from).collect();
+            refused_then_retried += usize::from(!retries.is_empty());
+            for at in retries {
+                assert!(
+                    at >= until,
+                    "call {call}: retried {:?} into a window of {:?}",
+                    *at - *from,
+                    *until - *from
+                );
+            }
+        }
+    }
+    refused_then_retried
+}
+
+/// Hole 8: between asking whether the gate holds a retry's wait and entering the gate, another
+/// thread could forget the gate to make room, and the retry went through a fresh, open one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_refused_calls_retry_never_lands_inside_its_window_on_a_full_registry() {
+    for seed in [21, 22, 23] {
+        let (log, watched, gates) = run(2_000, Duration::from_millis(20), true, 2, seed).await;
+        assert_eq!(watched.brought_forward, Duration::ZERO);
+        assert_settled(&gates);
+        let retried = assert_no_retry_inside_its_own_window(&log);
+        assert!(
+            retried > 50,
+            "seed {seed}: only {retried} refused calls retried"
+        );
+        assert!(gates.len() <= 2);
+    }
 }

@@ -1,6 +1,6 @@
-//! One call's dealings with its key's gate: entering it, telling it what a response said, and
-//! asking whether it holds a wait. The future holds a [`Call`] and the tickets it hands out,
-//! and nothing else of the gate.
+//! One call's dealings with its key's gate: entering it, and what a response said, for the
+//! call's pass to record. The future holds a [`Call`] and the tickets it hands out, and
+//! nothing else of the gate.
 
 use std::time::Duration;
 
@@ -61,7 +61,7 @@ impl Call {
         // Counted from the first call: responses to the first calls on a key report the quota
         // after one request, while the others are still out and will spend theirs.
         if !table.make_room(now, registry.capacity, false) {
-            return Entered::Admitted(self.pass(Admission::UNCOUNTED));
+            return Entered::Admitted(self.pass(Admission::UNCOUNTED, terms(settings)));
         }
         let gate = table.gates.entry(self.key.clone()).or_default();
         self.arrive(gate, now, budget, settings)
@@ -81,18 +81,15 @@ impl Call {
                 return Entered::Throttled(closed_for);
             }
         }
-        let terms = Terms {
-            metered: settings.respect_remaining,
-            probe_timeout: settings.probe_timeout,
-        };
+        let terms = terms(settings);
         match gate.arrive(now, terms) {
-            Ok(admission) => Entered::Admitted(self.pass(admission)),
+            Ok(admission) => Entered::Admitted(self.pass(admission, terms)),
             Err(id) => Entered::Queued(Place::new(self.gates.clone(), self.key.clone(), id, terms)),
         }
     }
 
-    fn pass(&self, admission: Admission) -> Pass {
-        Pass::new(self.gates.clone(), self.key.clone(), admission)
+    fn pass(&self, admission: Admission, terms: Terms) -> Pass {
+        Pass::new(self.gates.clone(), self.key.clone(), admission, terms)
     }
 
     /// How long the gate stays closed, if it is.
@@ -104,12 +101,13 @@ impl Call {
             .get(&self.key)?
             .closed_for(now)
     }
+}
 
-    /// Whether the gate is closed for at least `wait`: then the call may wait there; otherwise
-    /// (the gate could not keep the closure) it sleeps the wait itself.
-    pub(crate) fn holds(&self, now: Instant, wait: Duration) -> bool {
-        self.closed_for(now)
-            .is_some_and(|closed_for| closed_for >= wait)
+/// What a call's layer asks of the gate.
+fn terms(settings: &Settings) -> Terms {
+    Terms {
+        metered: settings.respect_remaining,
+        probe_timeout: settings.probe_timeout,
     }
 }
 

@@ -29,7 +29,7 @@ use tokio::time::Instant;
 pub(crate) use call::{Call, Entered, Said};
 pub use snapshot::GateSnapshot;
 pub use store::{MemoryStore, Window, WindowStore};
-pub(crate) use ticket::{Pass, Place};
+pub(crate) use ticket::{Held, Pass, Place, Retry};
 pub(crate) use time::after;
 
 use crate::key::Key;

@@ -66,6 +66,17 @@ pub(crate) struct Terms {
     pub(crate) probe_timeout: Duration,
 }
 
+/// Where a call stands whose next attempt must wait at least a given time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Hold {
+    /// The gate is closed at least that long: the call waits in the queue, with this id.
+    Queued(u64),
+    /// The gate is closed for longer than the call may still wait.
+    Beyond(Duration),
+    /// The gate does not hold the wait: the call sleeps it itself.
+    Free,
+}
+
 /// The state of one key's gate.
 #[derive(Default)]
 pub(crate) struct Gate {
@@ -139,6 +150,16 @@ impl Gate {
         };
         self.queue.remember(position, waker);
         Err(look_again)
+    }
+
+    /// A call whose next attempt must wait `wait`, with `budget` left, waits in the queue if
+    /// the gate is closed at least that long, with every other call on the key.
+    pub(crate) fn hold(&mut self, now: Instant, wait: Duration, budget: Duration) -> Hold {
+        match self.closed_for(now) {
+            Some(closed_for) if closed_for > budget => Hold::Beyond(closed_for),
+            Some(closed_for) if closed_for >= wait => Hold::Queued(self.queue.push()),
+            _ => Hold::Free,
+        }
     }
 
     /// The waiter `id` gives up (its call was dropped, or its budget ran out).

@@ -3,11 +3,12 @@
 //! leaves no waiter and no request counted in flight.
 
 use std::task::Waker;
+use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::Gates;
-use super::state::{Admission, Report, Terms};
+use super::state::{Admission, Hold, Report, Terms};
 use super::store::Window;
 use crate::key::Key;
 use crate::throttled::Throttled;
@@ -18,31 +19,68 @@ pub(crate) struct Pass {
     gates: Gates,
     key: Key,
     admission: Admission,
+    terms: Terms,
     open: bool,
 }
 
+/// A rate-limited retry about to wait: how long at least, and how long the call may still wait.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Retry {
+    pub(crate) wait: Duration,
+    pub(crate) budget: Duration,
+}
+
+/// Where a call goes after its answer was recorded.
+pub(crate) enum Held {
+    /// It waits at the gate, in this place.
+    Waiting(Place),
+    /// The gate stays closed longer than it may wait.
+    Throttled(Throttled),
+    /// Nothing holds it at the gate: it sleeps its wait itself, if it retries.
+    Free,
+}
+
 impl Pass {
-    pub(super) fn new(gates: Gates, key: Key, admission: Admission) -> Self {
+    pub(super) fn new(gates: Gates, key: Key, admission: Admission, terms: Terms) -> Self {
         Pass {
             gates,
             key,
             admission,
+            terms,
             open: true,
         }
     }
 
-    /// Records what the response said.
-    pub(crate) fn answered(mut self, report: Report, now: Instant) {
+    /// Records what the response said; for a rate-limited `retry`, the call takes its place
+    /// at the gate if the gate now holds its wait. Both under one lock: between recording a
+    /// closure and joining its queue, nothing can forget the gate or let the call through.
+    pub(crate) fn answered(mut self, report: Report, now: Instant, retry: Option<Retry>) -> Held {
         self.open = false;
         let registry = &self.gates.registry;
-        let wakes =
-            registry
-                .lock()
-                .answered(&self.key, self.admission, report, now, registry.capacity);
+        let mut table = registry.lock();
+        let wakes = table.answered(&self.key, self.admission, report, now, registry.capacity);
+        let hold = retry
+            .zip(table.gates.get_mut(&self.key))
+            .map_or(Hold::Free, |(retry, gate)| {
+                gate.hold(now, retry.wait, retry.budget)
+            });
+        drop(table);
         wakes.into_iter().for_each(Waker::wake);
         let worth_sharing = report.closed_until.is_some() || report.quota.is_some();
         if let Some(store) = registry.store.as_ref().filter(|_| worth_sharing) {
             store.merge(&self.key, Window::from_report(report, &registry.clocks));
+        }
+        match hold {
+            Hold::Queued(id) => Held::Waiting(Place::new(
+                self.gates.clone(),
+                self.key.clone(),
+                id,
+                self.terms,
+            )),
+            Hold::Beyond(closed_for) => {
+                Held::Throttled(Throttled::new(self.key.clone(), closed_for))
+            }
+            Hold::Free => Held::Free,
         }
     }
 }
@@ -93,7 +131,12 @@ impl Place {
         wakes.into_iter().for_each(Waker::wake);
         let admission = admission?;
         self.queued = false;
-        Ok(Pass::new(self.gates.clone(), self.key.clone(), admission))
+        Ok(Pass::new(
+            self.gates.clone(),
+            self.key.clone(),
+            admission,
+            self.terms,
+        ))
     }
 
     /// The error of a call that gives up its place: how long the gate stays closed.
