@@ -112,7 +112,9 @@ where
 {
     pub(crate) fn new(service: S, policy: P, config: Arc<Config>, request: Request<B>) -> Self {
         let (parts, body) = request.into_parts();
-        let gate = config.key_of(&parts).map(|key| config.gates.call(key));
+        let gate = config
+            .key_of(&parts)
+            .map(|key| config.gates.call(key, &config.settings));
         let (sent, replay) = match policy.clone_body(&body) {
             Some(copy) => (copy, Some(body)),
             None => (body, None),
@@ -384,7 +386,7 @@ fn enter(gate: Option<&GateCall>, now: Instant, budget: &Budget, settings: &Sett
     let Some(call) = gate else {
         return Entry::Go(None);
     };
-    match call.enter(now, budget.time_left(settings), settings) {
+    match call.enter(now, budget.time_left(settings)) {
         Entered::Admitted(pass) => Entry::Go(Some(pass)),
         Entered::Queued(place) => Entry::Wait(place),
         Entered::Throttled(closed_for) => {

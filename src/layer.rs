@@ -152,8 +152,12 @@ impl<P> RateLimitLayer<P> {
     }
 
     /// Whether a meter that said `remaining = 0` holds the key's calls until its reset, and
-    /// whether calls are let through only as far as the quota the server reported (default:
-    /// on). Off, only a rate-limited response closes the gate.
+    /// whether calls are let through only as far as the quota the server reported, at the
+    /// pace of its policy (default: on).
+    ///
+    /// Off means off for this layer's calls: only a 429's own `Retry-After` (or a guess)
+    /// closes the gate for them, and neither a quota, a spent window nor a pace holds them,
+    /// even at gates shared with layers that respect them.
     pub fn respect_remaining(mut self, respect: bool) -> Self {
         self.config.settings.respect_remaining = respect;
         self

@@ -1026,3 +1026,65 @@ async fn a_spent_window_on_a_new_key_takes_the_place_of_a_key_that_holds_nothing
     assert!(log[1].0 >= started + 30 * SECOND, "{log:?}");
     assert_eq!(gates.len(), 1);
 }
+
+/// Hole 11: with `respect_remaining(false)`, calls queued behind a 429 were still paced by the
+/// policy and held by a spent window the probe's answer reported.
+#[tokio::test(start_paused = true)]
+async fn a_layer_that_does_not_respect_remaining_is_held_only_by_the_429() {
+    let arrivals = Arc::default();
+    let metered = &[
+        ("ratelimit-policy", r#""w";q=2;w=10"#),
+        ("ratelimit", r#""w";r=0;t=10"#),
+    ];
+    let service = refuses_once_then_sends(metered, Arc::clone(&arrivals));
+    let shared = Gates::new();
+    let unmetered = RateLimitLayer::new()
+        .respect_remaining(false)
+        .gates(shared.clone());
+    let started = Instant::now();
+    let first = tokio::spawn(
+        unmetered
+            .layer(service.clone())
+            .oneshot(request("api.test")),
+    );
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let waiters: Vec<_> = (0..5)
+        .map(|_| {
+            tokio::spawn(
+                unmetered
+                    .layer(service.clone())
+                    .oneshot(request("api.test")),
+            )
+        })
+        .chain([first])
+        .collect();
+    for waiter in waiters {
+        assert_eq!(waiter.await.unwrap().unwrap().status(), 200);
+    }
+    assert!(
+        started.elapsed() < 2 * SECOND,
+        "held {:?}: by the pace or the spent window",
+        started.elapsed()
+    );
+}
+
+/// Hole 11: a layer that respects the quota, waiting out a spent window, turned it into a
+/// closure of the shared gate: a layer that does not respect the quota was held by it too.
+#[tokio::test(start_paused = true)]
+async fn a_spent_window_never_holds_a_layer_that_does_not_respect_remaining() {
+    let spent = vec![("ratelimit", "\"d\";r=0;t=30".to_owned())];
+    let limiter = Limiter::new(Model::ClosedUntil(Instant::now()), Headers::RetryAfter)
+        .scripted(vec![(200, spent)]);
+    let shared = Gates::new();
+    let metered = RateLimitLayer::new().gates(shared.clone());
+    let unmetered = RateLimitLayer::new()
+        .respect_remaining(false)
+        .gates(shared.clone());
+    statuses(spawn_calls(&metered, &limiter, 1)).await;
+    let held = spawn_calls(&metered, &limiter, 1);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let started = Instant::now();
+    assert_eq!(statuses(spawn_calls(&unmetered, &limiter, 1)).await, [200]);
+    assert_eq!(started.elapsed(), Duration::ZERO, "the opt-out opts out");
+    assert_eq!(statuses(held).await, [200]);
+}

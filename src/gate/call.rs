@@ -20,6 +20,7 @@ use crate::settings::Settings;
 pub(crate) struct Call {
     gates: Gates,
     key: Key,
+    terms: Terms,
 }
 
 /// What a call meets at the gate.
@@ -33,8 +34,12 @@ pub(crate) enum Entered {
 }
 
 impl Call {
-    pub(crate) fn new(gates: Gates, key: Key) -> Self {
-        Call { gates, key }
+    pub(crate) fn new(gates: Gates, key: Key, settings: &Settings) -> Self {
+        let terms = Terms {
+            metered: settings.respect_remaining,
+            probe_timeout: settings.probe_timeout,
+        };
+        Call { gates, key, terms }
     }
 
     /// The key the call counts against.
@@ -43,7 +48,7 @@ impl Call {
     }
 
     /// The call arrives with `budget` left to wait.
-    pub(crate) fn enter(&self, now: Instant, budget: Duration, settings: &Settings) -> Entered {
+    pub(crate) fn enter(&self, now: Instant, budget: Duration) -> Entered {
         let registry = &self.gates.registry;
         // Read before the table is locked: a shared store may be slow.
         let shared = registry
@@ -56,58 +61,47 @@ impl Call {
             table.learn(&self.key, report, now, registry.capacity);
         }
         if let Some(gate) = table.gates.get_mut(&self.key) {
-            return self.arrive(gate, now, budget, settings);
+            return self.arrive(gate, now, budget);
         }
         // Counted from the first call: responses to the first calls on a key report the quota
         // after one request, while the others are still out and will spend theirs.
         if !table.make_room(now, registry.capacity, false) {
-            return Entered::Admitted(self.pass(Admission::UNCOUNTED, terms(settings)));
+            return Entered::Admitted(self.pass(Admission::UNCOUNTED));
         }
         let gate = table.gates.entry(self.key.clone()).or_default();
-        self.arrive(gate, now, budget, settings)
+        self.arrive(gate, now, budget)
     }
 
     /// The call at its `gate`: throttled if the gate stays closed beyond `budget`, else let
     /// through or queued.
-    fn arrive(
-        &self,
-        gate: &mut Gate,
-        now: Instant,
-        budget: Duration,
-        settings: &Settings,
-    ) -> Entered {
-        if let Some(closed_for) = gate.closed_for(now) {
+    fn arrive(&self, gate: &mut Gate, now: Instant, budget: Duration) -> Entered {
+        if let Some(closed_for) = gate.closed_for(now, self.terms.metered) {
             if closed_for > budget {
                 return Entered::Throttled(closed_for);
             }
         }
-        let terms = terms(settings);
-        match gate.arrive(now, terms) {
-            Ok(admission) => Entered::Admitted(self.pass(admission, terms)),
-            Err(id) => Entered::Queued(Place::new(self.gates.clone(), self.key.clone(), id, terms)),
+        match gate.arrive(now, self.terms) {
+            Ok(admission) => Entered::Admitted(self.pass(admission)),
+            Err(id) => Entered::Queued(Place::new(
+                self.gates.clone(),
+                self.key.clone(),
+                id,
+                self.terms,
+            )),
         }
     }
 
-    fn pass(&self, admission: Admission, terms: Terms) -> Pass {
-        Pass::new(self.gates.clone(), self.key.clone(), admission, terms)
+    fn pass(&self, admission: Admission) -> Pass {
+        Pass::new(self.gates.clone(), self.key.clone(), admission, self.terms)
     }
 
-    /// How long the gate stays closed, if it is.
+    /// How long the gate stays closed to the call, if it is.
     pub(crate) fn closed_for(&self, now: Instant) -> Option<Duration> {
-        self.gates
-            .registry
-            .lock()
+        let table = self.gates.registry.lock();
+        table
             .gates
             .get(&self.key)?
-            .closed_for(now)
-    }
-}
-
-/// What a call's layer asks of the gate.
-fn terms(settings: &Settings) -> Terms {
-    Terms {
-        metered: settings.respect_remaining,
-        probe_timeout: settings.probe_timeout,
+            .closed_for(now, self.terms.metered)
     }
 }
 
@@ -126,7 +120,12 @@ impl Said {
     /// is handed to the caller on the response.
     pub(crate) fn read(info: &RateLimitInfo, now: Instant, settings: &Settings) -> Said {
         Said {
-            instruction: info.instructed_wait(),
+            // A layer that does not respect what remains takes no instruction from a meter.
+            instruction: if settings.respect_remaining {
+                info.instructed_wait()
+            } else {
+                info.retry_after()
+            },
             // A window longer than the cap is not held against later calls, as an instruction
             // over the cap is not: blocking them for an hour is worse than letting them decide.
             quota: settings

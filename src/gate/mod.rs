@@ -33,6 +33,7 @@ pub(crate) use ticket::{Held, Pass, Place, Retry};
 pub(crate) use time::after;
 
 use crate::key::Key;
+use crate::settings::Settings;
 use registry::Registry;
 
 /// How many keys a registry remembers by default.
@@ -123,8 +124,8 @@ impl Gates {
         Some(GateSnapshot::of(table.gates.get(key)?, now))
     }
 
-    /// A call on `key`'s handle on its gate.
-    pub(crate) fn call(&self, key: Key) -> Call {
-        Call::new(self.clone(), key)
+    /// A call on `key`'s handle on its gate, through a layer with `settings`.
+    pub(crate) fn call(&self, key: Key, settings: &Settings) -> Call {
+        Call::new(self.clone(), key, settings)
     }
 }

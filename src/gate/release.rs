@@ -75,8 +75,9 @@ impl Reopening {
     }
 
     /// Whether the next request may go, as far as the reopening is concerned; `quota_known`:
-    /// the server said how much is left, and up to that, calls go at once.
-    pub(super) fn next(&self, now: Instant, quota_known: bool) -> Release {
+    /// the server said how much is left, and up to that, calls go at once; `paced`: the call
+    /// follows the server's policy (its layer respects what the server reports).
+    pub(super) fn next(&self, now: Instant, quota_known: bool, paced: bool) -> Release {
         match self.phase {
             // Until the probe comes back, or its time is up: then the next one probes.
             Phase::Probing => match self.probe_deadline {
@@ -88,7 +89,7 @@ impl Reopening {
             Phase::Releasing if quota_known => Release::Go { probe: false },
             Phase::Releasing => {
                 // At its policy's rate; or, knowing nothing, one at a time.
-                let pace = self.pace.filter(|pace| pace.until > now);
+                let pace = self.pace.filter(|pace| paced && pace.until > now);
                 let spacing = pace.map_or(SPACING, |pace| pace.interval.max(SPACING));
                 match self.last_release.map(|last| last + spacing) {
                     Some(at) if at > now => Release::At(at),

@@ -30,7 +30,7 @@ impl GateSnapshot {
     pub(super) fn of(gate: &Gate, now: Instant) -> Self {
         let quota = gate.quota(now);
         GateSnapshot {
-            closed_for: gate.closed_for(now),
+            closed_for: gate.closed_for(now, true),
             remaining: quota.map(|quota| quota.remaining),
             reset_in: quota.map(|quota| quota.reset_at - now),
             waiters: gate.waiters(),

@@ -4,12 +4,14 @@
 //! Invariants, each with the rule it serves:
 //! - `closed_until` only ever moves later: a shorter instruction arriving while a longer one
 //!   is in force changes nothing (never brought forward).
-//! - Calls that respect the quota leave in arrival order; a new one never overtakes a waiter.
+//! - Calls leave in arrival order; a new one never overtakes a waiter. Calls whose layer does
+//!   not respect the quota wait in a queue of their own, held only by a 429's closure and the
+//!   reopening after it, never by a quota, a spent window or a pace: off means off.
 //! - A probe belongs to the closure it follows (`epoch`): a late answer to an older one
 //!   changes nothing (see `release` for the reopening).
 //! - Where the server gave its remaining quota, no more requests are out than it said remain
-//!   (`in_flight` counts those not yet answered), and a spent window holds every call until its
-//!   reset.
+//!   (`in_flight` counts those not yet answered), and a spent window holds every call that
+//!   respects it until its reset; the new window's first request probes.
 
 use std::task::Waker;
 use std::time::Duration;
@@ -88,7 +90,10 @@ pub(crate) struct Gate {
     epoch: u64,
     /// The epoch of the request whose answer gave `quota`.
     quota_epoch: u64,
-    queue: Queue,
+    /// Calls that respect the quota.
+    metered: Queue,
+    /// Calls whose layer does not.
+    unmetered: Queue,
     wakes: Vec<Waker>,
 }
 
@@ -97,25 +102,22 @@ impl Gate {
         Gate::default()
     }
 
-    /// A call arriving: let through at once (`Ok`), or given a place in the queue (`Err(id)`).
-    /// A call that does not respect the quota only ever waits for a 429's closure.
+    /// A call arriving: let through at once (`Ok`), or given a place in its queue (`Err(id)`).
     pub(crate) fn arrive(&mut self, now: Instant, terms: Terms) -> Result<Admission, u64> {
-        if !terms.metered && self.closed_until.is_none_or(|until| until <= now) {
-            self.in_flight += 1;
-            return Ok(self.admission(None));
-        }
-        if self.queue.len() == 0 {
-            if let Release::Go { probe } = self.release(now) {
+        if self.queue(terms.metered).len() == 0 {
+            if let Release::Go { probe } = self.release(now, terms.metered) {
                 return Ok(self.admit(probe, now, terms));
             }
         }
-        Err(self.queue.push())
+        Err(self.queue(terms.metered).push())
     }
 
-    /// How long a call arriving now would wait at least: until the gate reopens.
-    pub(crate) fn closed_for(&self, now: Instant) -> Option<Duration> {
+    /// How long a call arriving now would wait at least: until the gate reopens (for a call
+    /// that does not respect the quota, until a 429's closure ends).
+    pub(crate) fn closed_for(&self, now: Instant, metered: bool) -> Option<Duration> {
+        let spent_until = self.spent_until().filter(|_| metered);
         self.closed_until
-            .max(self.spent_until())
+            .max(spent_until)
             .filter(|until| *until > now)
             .map(|until| until - now)
     }
@@ -130,17 +132,17 @@ impl Gate {
         waker: &Waker,
         terms: Terms,
     ) -> Result<Admission, Option<Instant>> {
-        let Some(position) = self.queue.position(id) else {
+        let Some(position) = self.queue(terms.metered).position(id) else {
             // Not queued: nothing holds it back.
             self.in_flight += 1;
             return Ok(self.admission(None));
         };
         let look_again = if position == 0 {
-            match self.release(now) {
+            match self.release(now, terms.metered) {
                 Release::Go { probe } => {
-                    self.queue.pop_head();
+                    self.queue(terms.metered).pop_head();
                     let admission = self.admit(probe, now, terms);
-                    self.wake_head();
+                    self.wake_heads();
                     return Ok(admission);
                 }
                 Release::At(at) => Some(at),
@@ -148,24 +150,30 @@ impl Gate {
         } else {
             None
         };
-        self.queue.remember(position, waker);
+        self.queue(terms.metered).remember(position, waker);
         Err(look_again)
     }
 
-    /// A call whose next attempt must wait `wait`, with `budget` left, waits in the queue if
-    /// the gate is closed at least that long, with every other call on the key.
-    pub(crate) fn hold(&mut self, now: Instant, wait: Duration, budget: Duration) -> Hold {
-        match self.closed_for(now) {
+    /// A call whose next attempt must wait `wait`, with `budget` left, waits in its queue if
+    /// the gate is closed to it at least that long, with every other call on the key.
+    pub(crate) fn hold(
+        &mut self,
+        now: Instant,
+        wait: Duration,
+        budget: Duration,
+        metered: bool,
+    ) -> Hold {
+        match self.closed_for(now, metered) {
             Some(closed_for) if closed_for > budget => Hold::Beyond(closed_for),
-            Some(closed_for) if closed_for >= wait => Hold::Queued(self.queue.push()),
+            Some(closed_for) if closed_for >= wait => Hold::Queued(self.queue(metered).push()),
             _ => Hold::Free,
         }
     }
 
     /// The waiter `id` gives up (its call was dropped, or its budget ran out).
-    pub(crate) fn leave(&mut self, id: u64) {
-        if self.queue.leave(id) {
-            self.wake_head();
+    pub(crate) fn leave(&mut self, id: u64, metered: bool) {
+        if self.queue(metered).leave(id) {
+            self.wake_heads();
         }
     }
 
@@ -175,11 +183,11 @@ impl Gate {
             self.in_flight = self.in_flight.saturating_sub(1);
         }
         if self.is_current_probe(admitted) {
-            self.reopening
-                .probe_answered(report.refused, self.queue.len());
+            let waiting = self.waiters();
+            self.reopening.probe_answered(report.refused, waiting);
         }
         self.take_in(report, admitted.epoch, now);
-        self.wake_head();
+        self.wake_heads();
     }
 
     /// Takes in what another process learned, through a shared store.
@@ -196,7 +204,7 @@ impl Gate {
         if self.is_current_probe(admitted) {
             self.reopening.probe_lost();
         }
-        self.wake_head();
+        self.wake_heads();
     }
 
     /// The wakers of waiters that may now go: to be called once the registry is unlocked.
@@ -210,7 +218,7 @@ impl Gate {
             && self
                 .closed_until
                 .is_some_and(|until| until + PROBE_MEMORY > now);
-        self.queue.len() == 0
+        self.waiters() == 0
             && self.in_flight == 0
             && self.closed_until.is_none_or(|until| until <= now)
             && self.quota.is_none_or(|quota| quota.reset_at <= now)
@@ -221,15 +229,15 @@ impl Gate {
     /// Whether the gate holds calls back or counts calls out: a closure or a spent window in
     /// force, a waiter, a request out. Such a gate is never forgotten to make room.
     pub(crate) fn holds_calls(&self, now: Instant) -> bool {
-        self.queue.len() > 0
+        self.waiters() > 0
             || self.in_flight > 0
             || self.reopening.is_probing()
-            || self.closed_for(now).is_some()
+            || self.closed_for(now, true).is_some()
     }
 
     /// How many calls wait.
     pub(crate) fn waiters(&self) -> usize {
-        self.queue.len()
+        self.metered.len() + self.unmetered.len()
     }
 
     /// How many requests were let through and not answered.
@@ -277,9 +285,14 @@ impl Gate {
     fn close_until(&mut self, until: Instant) {
         if Some(until) > self.closed_until {
             self.closed_until = Some(until);
-            self.reopening.closed();
-            self.epoch += 1;
+            self.reopen_with_a_probe();
         }
+    }
+
+    /// The next request out probes, and what was let through before speaks of another epoch.
+    fn reopen_with_a_probe(&mut self) {
+        self.reopening.closed();
+        self.epoch += 1;
     }
 
     /// The reset of a window the server said is spent.
@@ -299,23 +312,37 @@ impl Gate {
             .map(|quota| quota.reset_at)
     }
 
-    /// Whether the next request may go now, and on what terms.
-    fn release(&mut self, now: Instant) -> Release {
+    /// Whether the next request of a call that respects the quota (`metered`), or of one that
+    /// does not, may go now, and on what terms.
+    fn release(&mut self, now: Instant, metered: bool) -> Release {
         if let Some(until) = self.closed_until.filter(|until| *until > now) {
             return Release::At(until);
         }
-        if self.quota.is_some_and(|quota| quota.reset_at <= now) {
+        if !metered {
+            return self.reopening.next(now, false, false);
+        }
+        if let Some(over) = self.quota.filter(|quota| quota.reset_at <= now) {
             self.quota = None;
+            if over.is_spent() {
+                // A spent window has reset: the new window's first request probes.
+                self.reopen_with_a_probe();
+            }
         }
         if let Some(reset_at) = self.spent_until() {
-            // A spent window: held until it resets, and the new window's first request probes.
-            self.close_until(reset_at);
             return Release::At(reset_at);
         }
         if let Some(reset_at) = self.all_out_until() {
             return Release::At(reset_at);
         }
-        self.reopening.next(now, self.quota.is_some())
+        self.reopening.next(now, self.quota.is_some(), true)
+    }
+
+    fn queue(&mut self, metered: bool) -> &mut Queue {
+        if metered {
+            &mut self.metered
+        } else {
+            &mut self.unmetered
+        }
     }
 
     fn admit(&mut self, probe: bool, now: Instant, terms: Terms) -> Admission {
@@ -339,9 +366,11 @@ impl Gate {
                 .is_some_and(|probe| self.reopening.is_probe_out(probe))
     }
 
-    fn wake_head(&mut self) {
-        if let Some(waker) = self.queue.take_head_waker() {
-            self.wakes.push(waker);
+    fn wake_heads(&mut self) {
+        for queue in [&mut self.metered, &mut self.unmetered] {
+            if let Some(waker) = queue.take_head_waker() {
+                self.wakes.push(waker);
+            }
         }
     }
 }
@@ -424,9 +453,20 @@ mod tests {
         }
 
         /// Polls `id`, the head of the queue, until it goes, letting time pass as asked.
-        fn go(&mut self, id: u64, mut now: Instant, waker: &Waker) -> (Admission, Instant) {
+        fn go(&mut self, id: u64, now: Instant, waker: &Waker) -> (Admission, Instant) {
+            self.poll_until_let_through(id, now, waker, TERMS)
+        }
+
+        /// Polls `id`, the head of its queue, with `terms` until it goes.
+        fn poll_until_let_through(
+            &mut self,
+            id: u64,
+            mut now: Instant,
+            waker: &Waker,
+            terms: Terms,
+        ) -> (Admission, Instant) {
             loop {
-                match self.poll_waiter(id, now, waker, TERMS) {
+                match self.poll_waiter(id, now, waker, terms) {
                     Ok(admission) => return (admission, now),
                     Err(Some(at)) => now = at,
                     Err(None) => panic!("{id} is not the head of the queue"),
@@ -481,9 +521,9 @@ mod tests {
         let mut gate = closed_gate(now, 10 * SECOND);
         assert_eq!(gate.come(now), Err(0));
         gate.learn(closed(now + SECOND), now);
-        assert_eq!(gate.closed_for(now), Some(10 * SECOND));
+        assert_eq!(gate.closed_for(now, true), Some(10 * SECOND));
         gate.learn(closed(now + 20 * SECOND), now);
-        assert_eq!(gate.closed_for(now), Some(20 * SECOND));
+        assert_eq!(gate.closed_for(now, true), Some(20 * SECOND));
     }
 
     #[test]
@@ -571,7 +611,7 @@ mod tests {
             assert!(pair[1] - pair[0] >= SPACING, "{pair:?}");
         }
         // The backlog gone, the call that arrived during it goes with no probe, at once.
-        let late = gate.queue.head().unwrap();
+        let late = gate.metered.head().unwrap();
         assert!(
             gate.poll_waiter(late, clock, &waker, TERMS)
                 .unwrap()
@@ -645,7 +685,7 @@ mod tests {
         let mut gate = Gate::new();
         let admitted = gate.come(now).unwrap();
         gate.answered(admitted, quota(0, now + 30 * SECOND), now);
-        assert_eq!(gate.closed_for(now), Some(30 * SECOND));
+        assert_eq!(gate.closed_for(now, true), Some(30 * SECOND));
         let (_, waker) = waker();
         let id = gate.come(now).unwrap_err();
         assert_eq!(
@@ -671,7 +711,7 @@ mod tests {
         for (admission, left) in gone.into_iter().zip([2, 1, 0]) {
             gate.answered(admission, quota(left, now + 10 * SECOND), now);
         }
-        assert_eq!(gate.closed_for(now), Some(10 * SECOND));
+        assert_eq!(gate.closed_for(now, true), Some(10 * SECOND));
     }
 
     #[test]
@@ -686,7 +726,7 @@ mod tests {
         // the five answers still out.
         gate.answered(out[5], quota(2, now + 10 * SECOND), now);
         let id = gate.come(now).unwrap_err();
-        assert_eq!(gate.closed_for(now), None, "busy, not closed");
+        assert_eq!(gate.closed_for(now, true), None, "busy, not closed");
         assert_eq!(
             gate.poll_waiter(id, now, &waker, TERMS),
             Err(Some(now + 10 * SECOND)),
@@ -750,15 +790,15 @@ mod tests {
         let mut gate = Gate::new();
         gate.learn(quota(1, now + 4 * SECOND), now);
         gate.learn(quota(0, now + 5 * SECOND), now);
-        assert_eq!(gate.closed_for(now), Some(5 * SECOND));
+        assert_eq!(gate.closed_for(now, true), Some(5 * SECOND));
         gate.learn(quota(0, now + 4 * SECOND + SECOND / 2), now);
-        assert_eq!(gate.closed_for(now), Some(5 * SECOND));
+        assert_eq!(gate.closed_for(now, true), Some(5 * SECOND));
         // An answer from earlier in the window, still with room, changes nothing.
         gate.learn(quota(2, now + 4 * SECOND), now);
-        assert_eq!(gate.closed_for(now), Some(5 * SECOND));
+        assert_eq!(gate.closed_for(now, true), Some(5 * SECOND));
         // A later reset that says spent moves the hold out.
         gate.learn(quota(0, now + 6 * SECOND), now);
-        assert_eq!(gate.closed_for(now), Some(6 * SECOND));
+        assert_eq!(gate.closed_for(now, true), Some(6 * SECOND));
     }
 
     #[test]
@@ -767,7 +807,7 @@ mod tests {
         let mut gate = Gate::new();
         gate.learn(quota(0, now + SECOND), now);
         gate.learn(quota(30, now + 50 * SECOND), now);
-        assert_eq!(gate.closed_for(now), Some(SECOND));
+        assert_eq!(gate.closed_for(now, true), Some(SECOND));
         // Once the spent window is over, the longer one is learned afresh.
         let later = now + 2 * SECOND;
         gate.learn(quota(30, later + 50 * SECOND), later);
@@ -781,7 +821,7 @@ mod tests {
         gate.learn(quota(40, now + 50 * SECOND), now);
         // The per-second quota is now the binding one, and it is spent.
         gate.learn(quota(0, now + SECOND), now);
-        assert_eq!(gate.closed_for(now), Some(SECOND));
+        assert_eq!(gate.closed_for(now, true), Some(SECOND));
         // A shorter window with room left changes nothing, tighter or not: a straggler from
         // the window before, or a meter not yet spent.
         let later = now + 2 * SECOND;
@@ -853,18 +893,18 @@ mod tests {
         let (_, waker) = waker();
         let ids: Vec<u64> = (0..4).map(|_| gate.come(now).unwrap_err()).collect();
         assert_eq!(gate.poll_waiter(ids[1], now, &waker, TERMS), Err(None));
-        gate.leave(ids[2]);
-        gate.leave(ids[0]);
+        gate.leave(ids[2], true);
+        gate.leave(ids[0], true);
         assert_eq!(gate.take_wakes().len(), 1, "the new head is woken");
         assert_eq!(gate.waiters(), 2);
-        gate.leave(ids[1]);
-        gate.leave(ids[3]);
+        gate.leave(ids[1], true);
+        gate.leave(ids[3], true);
         assert_eq!(gate.waiters(), 0);
         assert!(
-            gate.queue.is_drained(),
+            gate.metered.is_drained(),
             "gone places are dropped as they reach the front"
         );
-        gate.leave(ids[3]);
+        gate.leave(ids[3], true);
         assert_eq!(gate.waiters(), 0, "leaving twice changes nothing");
     }
 
@@ -939,8 +979,8 @@ mod tests {
     fn the_gate_is_open_at_the_instant_its_closure_ends() {
         let now = Instant::now();
         let gate = closed_gate(now, 2 * SECOND);
-        assert_eq!(gate.closed_for(now + 2 * SECOND - MS), Some(MS));
-        assert_eq!(gate.closed_for(now + 2 * SECOND), None);
+        assert_eq!(gate.closed_for(now + 2 * SECOND - MS, true), Some(MS));
+        assert_eq!(gate.closed_for(now + 2 * SECOND, true), None);
     }
 
     #[test]
@@ -948,7 +988,7 @@ mod tests {
         let now = Instant::now();
         let mut gate = Gate::new();
         gate.learn(closed(now), now);
-        assert_eq!(gate.closed_for(now), None);
+        assert_eq!(gate.closed_for(now, true), None);
         assert!(
             gate.come(now).unwrap().probe.is_none(),
             "the gate never closed: nothing to probe"
@@ -1153,5 +1193,57 @@ mod tests {
         gate.answered(second, HEALTHY, open + timeout);
         let (_, last) = gate.go(ids[2], open + timeout, &waker);
         assert_eq!(last, open + timeout + SPACING, "the release goes on");
+    }
+
+    #[test]
+    fn a_spent_window_holds_calls_that_respect_it_and_never_becomes_a_closure() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let (_, waker) = waker();
+        gate.learn(quota(0, now + 30 * SECOND), now);
+        let held = gate.come(now).unwrap_err();
+        assert_eq!(
+            gate.poll_waiter(held, now, &waker, TERMS),
+            Err(Some(now + 30 * SECOND))
+        );
+        assert_eq!(
+            gate.closed_for(now, false),
+            None,
+            "no closure was made of it"
+        );
+        let free = gate.arrive(now, UNMETERED).unwrap();
+        assert!(
+            free.probe.is_none(),
+            "not behind the held call, not a probe"
+        );
+        // Once it resets, the new window's first request probes.
+        let (probe, at) = gate.go(held, now, &waker);
+        assert_eq!(at, now + 30 * SECOND);
+        assert!(probe.probe.is_some());
+    }
+
+    #[test]
+    fn calls_that_do_not_respect_the_quota_wait_for_the_429_and_its_probe_only() {
+        let now = Instant::now();
+        let mut gate = closed_gate(now, SECOND);
+        let (_, waker) = waker();
+        let id = gate.arrive(now, UNMETERED).unwrap_err();
+        assert_eq!(
+            gate.poll_waiter(id, now, &waker, UNMETERED),
+            Err(Some(now + SECOND))
+        );
+        let open = now + SECOND;
+        let probe = gate.come(open).unwrap();
+        let paced = Report {
+            quota: Some(Quota {
+                remaining: 0,
+                reset_at: open + 30 * SECOND,
+            }),
+            pace: paced(10 * SECOND, open),
+            ..HEALTHY
+        };
+        gate.answered(probe, paced, open);
+        let (_, at) = gate.poll_until_let_through(id, open, &waker, UNMETERED);
+        assert!(at <= open + SPACING, "let through at {:?}", at - open);
     }
 }

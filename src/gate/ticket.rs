@@ -62,7 +62,7 @@ impl Pass {
         let hold = retry
             .zip(table.gates.get_mut(&self.key))
             .map_or(Hold::Free, |(retry, gate)| {
-                gate.hold(now, retry.wait, retry.budget)
+                gate.hold(now, retry.wait, retry.budget, self.terms.metered)
             });
         drop(table);
         wakes.into_iter().for_each(Waker::wake);
@@ -147,7 +147,7 @@ impl Place {
             .lock()
             .gates
             .get(&self.key)
-            .and_then(|gate| gate.closed_for(now));
+            .and_then(|gate| gate.closed_for(now, self.terms.metered));
         Throttled::new(self.key.clone(), closed_for.unwrap_or_default())
     }
 }
@@ -155,8 +155,10 @@ impl Place {
 impl Drop for Place {
     fn drop(&mut self) {
         if self.queued {
-            let id = self.id;
-            self.gates.registry.update(&self.key, |gate| gate.leave(id));
+            let (id, metered) = (self.id, self.terms.metered);
+            self.gates
+                .registry
+                .update(&self.key, |gate| gate.leave(id, metered));
         }
     }
 }
