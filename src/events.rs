@@ -25,7 +25,8 @@ pub(crate) fn wait_decided(key: Option<&Key>, decision: &Decision, attempt: u32)
     );
 }
 
-/// A call met a closed gate: it waits there about `wait`, or it is `throttled`.
+/// A call met a closed gate: it waits there, `wait` being when the gate could let it through
+/// as far as it can tell, or it is `throttled`.
 pub(crate) fn at_gate(key: &Key, wait: Duration, attempt: u32, throttled: Option<&Throttled>) {
     tracing::info!(
         target: "tower_retry_after",

@@ -243,7 +243,8 @@ where
             Entry::Go(pass) if self.budget.retries() == 0 => self.send(pass, body),
             Entry::Go(pass) => Step::Next(State::Readying { pass, body }),
             Entry::Wait(place) => {
-                announce_wait(self.gate.as_ref(), now, self.budget);
+                let attempt = self.budget.retries() + 1;
+                events::at_gate(place.key(), place.estimate(now), attempt, None);
                 self.wait(place, body, now)
             }
             Entry::Throttled(throttled) => self.throttled(throttled),
@@ -392,14 +393,6 @@ fn enter(gate: Option<&GateCall>, now: Instant, budget: &Budget, settings: &Sett
         Entered::Throttled(closed_for) => {
             Entry::Throttled(Throttled::new(call.key().clone(), closed_for))
         }
-    }
-}
-
-/// The event of a call that arrives at a closed gate and waits there.
-fn announce_wait(gate: Option<&GateCall>, now: Instant, budget: &Budget) {
-    if let Some(call) = gate {
-        let wait = call.closed_for(now).unwrap_or(Duration::ZERO);
-        events::at_gate(call.key(), wait, budget.retries() + 1, None);
     }
 }
 

@@ -6,7 +6,8 @@ use std::time::Duration;
 use crate::key::Key;
 
 /// The error a call gets when its key's gate stays closed longer than the call may still wait:
-/// the layer sent nothing, because the server has said it would refuse.
+/// the layer declined to send, because the server has said it would refuse (or a probe, or the
+/// pace the server asked for, holds the gate longer than that).
 ///
 /// It reaches the caller boxed, as a [`BoxError`](crate::BoxError) (tower's convention, as
 /// `tower::load_shed` does with `Overloaded`): downcast to read it.
@@ -33,7 +34,9 @@ impl Throttled {
         Throttled { key, retry_after }
     }
 
-    /// How long the gate stays closed: retrying sooner would be refused.
+    /// How long until the key's gate could let a call through, as far as it can tell: the
+    /// closure or spent window still to run, or, for a call that waited, the probe out or the
+    /// pace of the calls ahead of it. Retrying sooner would be refused, or held again.
     pub fn retry_after(&self) -> Duration {
         self.retry_after
     }

@@ -1088,3 +1088,32 @@ async fn a_spent_window_never_holds_a_layer_that_does_not_respect_remaining() {
     assert_eq!(started.elapsed(), Duration::ZERO, "the opt-out opts out");
     assert_eq!(statuses(held).await, [200]);
 }
+
+/// Hole 12: a call held behind a probe (or by a pace) that gave up was told `retry_after` 0:
+/// the gate was not closed, but it could not let the call through for a while yet.
+#[tokio::test(start_paused = true)]
+async fn a_call_that_gives_up_behind_a_probe_is_told_how_long_until_it_could_go() {
+    let arrivals: Arc<Mutex<Vec<Instant>>> = Arc::default();
+    let service = hangs_on_the_probe("1", arrivals.clone());
+    let patient = RateLimitLayer::new();
+    let first = tokio::spawn(patient.layer(service.clone()).oneshot(request("api.test")));
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let hasty = RateLimitLayer::new()
+        .gates(patient.layer(service.clone()).gates().clone())
+        .retry_after_cap(2 * SECOND)
+        .max_wait(4 * SECOND);
+    let error = hasty
+        .layer(service)
+        .oneshot(request("api.test"))
+        .await
+        .unwrap_err();
+    let throttled = error.downcast_ref::<Throttled>().expect("Throttled");
+    // The probe holds the gate until it answers, or for the probe timeout (10 s).
+    let probe_deadline = arrivals.lock().unwrap()[1] + 10 * SECOND;
+    assert_eq!(
+        throttled.retry_after(),
+        probe_deadline - Instant::now(),
+        "what the probe out may still hold the gate"
+    );
+    first.abort();
+}

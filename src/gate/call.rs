@@ -94,15 +94,6 @@ impl Call {
     fn pass(&self, admission: Admission) -> Pass {
         Pass::new(self.gates.clone(), self.key.clone(), admission, self.terms)
     }
-
-    /// How long the gate stays closed to the call, if it is.
-    pub(crate) fn closed_for(&self, now: Instant) -> Option<Duration> {
-        let table = self.gates.registry.lock();
-        table
-            .gates
-            .get(&self.key)?
-            .closed_for(now, self.terms.metered)
-    }
 }
 
 /// What one response said that the layer acts on.

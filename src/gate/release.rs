@@ -62,8 +62,12 @@ pub(super) struct Reopening {
     pace: Option<Pace>,
     /// How many probes have gone: the last of them is the one out while probing.
     probes: u64,
-    /// When the probe out stops holding the others back.
+    /// When the last probe went, and when it stops holding the others back.
+    probe_sent: Option<Instant>,
     probe_deadline: Option<Instant>,
+    /// How long the last probe took to come back: the time each release takes when the rate
+    /// is unknown.
+    round_trip: Duration,
 }
 
 impl Reopening {
@@ -114,6 +118,7 @@ impl Reopening {
         if probe {
             self.phase = Phase::Probing;
             self.probes += 1;
+            self.probe_sent = Some(now);
             self.probe_deadline = Some(now + timeout);
             return Some(self.probes);
         }
@@ -123,8 +128,11 @@ impl Reopening {
         None
     }
 
-    /// The probe out came back: refused, or healthy with `waiting` calls behind it.
-    pub(super) fn probe_answered(&mut self, refused: bool, waiting: usize) {
+    /// The probe out came back at `now`: refused, or healthy with `waiting` calls behind it.
+    pub(super) fn probe_answered(&mut self, refused: bool, waiting: usize, now: Instant) {
+        if let Some(sent) = self.probe_sent {
+            self.round_trip = now.saturating_duration_since(sent);
+        }
         if refused {
             self.phase = Phase::Probe;
             return;
@@ -160,6 +168,46 @@ impl Reopening {
     /// Whether the next request out must probe.
     pub(super) fn owes_probe(&self) -> bool {
         self.phase == Phase::Probe
+    }
+
+    /// From `at` on, when the first call waiting could go at the earliest, and how far apart
+    /// those behind it follow: an estimate for a waiting call (it may go sooner, if an answer
+    /// comes sooner). `quota_known` and `paced` as for [`next`](Self::next).
+    pub(super) fn schedule(
+        &self,
+        at: Instant,
+        quota_known: bool,
+        paced: bool,
+    ) -> (Instant, Duration) {
+        let pace = self
+            .pace
+            .filter(|pace| paced && pace.until > at)
+            .map(|pace| pace.interval.max(SPACING));
+        let one_at_a_time = self.round_trip.max(SPACING);
+        let step = if quota_known {
+            Duration::ZERO
+        } else {
+            pace.unwrap_or(one_at_a_time)
+        };
+        match self.phase {
+            Phase::Open => (at, Duration::ZERO),
+            Phase::Probe => (at, step),
+            Phase::Probing => (
+                self.probe_deadline.map_or(at, |deadline| deadline.max(at)),
+                step,
+            ),
+            Phase::Releasing => {
+                let after_last = |spacing| {
+                    self.last_release
+                        .map_or(at, |last| (last + spacing).max(at))
+                };
+                match pace {
+                    _ if quota_known => (at, Duration::ZERO),
+                    Some(interval) => (after_last(interval), interval),
+                    None => (after_last(SPACING), one_at_a_time),
+                }
+            }
+        }
     }
 
     /// The server's policy, as the latest response stated it.

@@ -154,6 +154,30 @@ impl Gate {
         Err(look_again)
     }
 
+    /// How long until the gate could let waiter `id` through, at the earliest it can tell: the
+    /// closure, a spent window or a quota all out, a probe out, and the pace of those ahead.
+    /// `None` if it is not waiting.
+    pub(crate) fn estimate(&self, now: Instant, id: u64, metered: bool) -> Option<Duration> {
+        let queue = if metered {
+            &self.metered
+        } else {
+            &self.unmetered
+        };
+        let ahead = u32::try_from(queue.position(id)?).unwrap_or(u32::MAX);
+        let mut at = self
+            .closed_until
+            .filter(|until| *until > now)
+            .unwrap_or(now);
+        let quota = self.quota(at).filter(|_| metered);
+        if let Some(quota) = quota.filter(|quota| quota.remaining <= u64::from(self.in_flight)) {
+            at = at.max(quota.reset_at);
+        }
+        let (head, step) =
+            self.reopening
+                .schedule(at, metered && self.quota(at).is_some(), metered);
+        Some((head + step.saturating_mul(ahead)).saturating_duration_since(now))
+    }
+
     /// A call whose next attempt must wait `wait`, with `budget` left, waits in its queue if
     /// the gate is closed to it at least that long, with every other call on the key.
     pub(crate) fn hold(
@@ -184,7 +208,7 @@ impl Gate {
         }
         if self.is_current_probe(admitted) {
             let waiting = self.waiters();
-            self.reopening.probe_answered(report.refused, waiting);
+            self.reopening.probe_answered(report.refused, waiting, now);
         }
         self.take_in(report, admitted.epoch, now);
         self.wake_heads();
@@ -1245,5 +1269,58 @@ mod tests {
         gate.answered(probe, paced, open);
         let (_, at) = gate.poll_until_let_through(id, open, &waker, UNMETERED);
         assert!(at <= open + SPACING, "let through at {:?}", at - open);
+    }
+
+    #[test]
+    fn a_waiter_is_told_when_the_gate_could_let_it_through() {
+        let now = Instant::now();
+        let mut gate = closed_gate(now, 2 * SECOND);
+        let (_, waker) = waker();
+        let ids: Vec<u64> = (0..4).map(|_| gate.come(now).unwrap_err()).collect();
+        assert_eq!(
+            gate.estimate(now, ids[0], true),
+            Some(2 * SECOND),
+            "the closure"
+        );
+        // Behind the probe, each waits for the one ahead to come back.
+        let (probe, open) = gate.go(ids[0], now, &waker);
+        assert_eq!(
+            gate.estimate(open, ids[1], true),
+            Some(TERMS.probe_timeout),
+            "the probe may hold the gate that long"
+        );
+        let answered = open + 50 * MS;
+        gate.answered(
+            probe,
+            Report {
+                pace: paced(SECOND, open),
+                ..HEALTHY
+            },
+            answered,
+        );
+        // Paced: the head a second after the probe went, each behind it a second later.
+        assert_eq!(
+            gate.estimate(answered, ids[1], true),
+            Some(SECOND - 50 * MS)
+        );
+        assert_eq!(
+            gate.estimate(answered, ids[3], true),
+            Some(3 * SECOND - 50 * MS)
+        );
+        assert_eq!(gate.estimate(answered, 99, true), None, "not waiting");
+    }
+
+    #[test]
+    fn knowing_no_rate_a_waiter_is_told_a_round_trip_for_each_call_ahead() {
+        let now = Instant::now();
+        let mut gate = closed_gate(now, SECOND);
+        let (_, waker) = waker();
+        let ids: Vec<u64> = (0..3).map(|_| gate.come(now).unwrap_err()).collect();
+        let (probe, open) = gate.go(ids[0], now, &waker);
+        gate.answered(probe, HEALTHY, open + 200 * MS);
+        let at = open + 200 * MS;
+        // The head goes a millisecond after the last release; the next a round trip later.
+        assert_eq!(gate.estimate(at, ids[1], true), Some(Duration::ZERO));
+        assert_eq!(gate.estimate(at, ids[2], true), Some(200 * MS));
     }
 }

@@ -139,16 +139,23 @@ impl Place {
         ))
     }
 
-    /// The error of a call that gives up its place: how long the gate stays closed.
+    /// How long until the gate could let the call through, as far as it can tell now.
+    pub(crate) fn estimate(&self, now: Instant) -> Duration {
+        let table = self.gates.registry.lock();
+        let gate = table.gates.get(&self.key);
+        gate.and_then(|gate| gate.estimate(now, self.id, self.terms.metered))
+            .unwrap_or_default()
+    }
+
+    /// The error of a call that gives up its place: how long until the gate could have let
+    /// it through.
     pub(crate) fn throttled(&self, now: Instant) -> Throttled {
-        let closed_for = self
-            .gates
-            .registry
-            .lock()
-            .gates
-            .get(&self.key)
-            .and_then(|gate| gate.closed_for(now, self.terms.metered));
-        Throttled::new(self.key.clone(), closed_for.unwrap_or_default())
+        Throttled::new(self.key.clone(), self.estimate(now))
+    }
+
+    /// The key it waits at.
+    pub(crate) fn key(&self) -> &Key {
+        &self.key
     }
 }
 
