@@ -1,19 +1,24 @@
 //! What a request counts against: a [`Key`] names one rate limit, and every call with that key
 //! waits on the same gate.
+//!
+//! A key is shown in tracing events and in [`Throttled`](crate::Throttled): an origin without
+//! its userinfo, a name as written, a credential only as a fingerprint. Maps of keys hash them
+//! with a seed of this process, so keys an attacker chooses cannot be made to collide.
 
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
-use std::sync::Arc;
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher, RandomState};
+use std::sync::{Arc, OnceLock};
 
 use http::request::Parts;
 use http::uri::{Authority, Scheme};
 
 /// The rate limit a request counts against.
 ///
-/// By default the origin the request is sent to (`scheme://authority`, from the URI, or the
-/// `Host` header for a relative URI): servers count clients per origin unless they say
-/// otherwise. A [`key function`](crate::RateLimitLayer::key) can name another limit: one per
-/// credential, or per tenant header.
+/// By default the origin the request is sent to (`scheme://host:port`, from the URI, or the
+/// `Host` header for a relative URI; a URI's userinfo is no part of it): servers count clients
+/// per origin unless they say otherwise. A [`key function`](crate::RateLimitLayer::key) can
+/// name another limit: one per credential ([`Key::credential`]), or per tenant
+/// ([`Key::named`]).
 ///
 /// # Example
 ///
@@ -23,12 +28,15 @@ use http::uri::{Authority, Scheme};
 /// let (parts, _) = http::Request::get("https://api.test/v1/items").body(()).unwrap().into_parts();
 /// assert_eq!(Key::origin(&parts).unwrap().to_string(), "https://api.test");
 /// assert_eq!(Key::named("tenant-42").to_string(), "tenant-42");
+/// let token = Key::credential("Bearer sk-live-0123");
+/// assert!(token.to_string().starts_with("credential:"));
+/// assert!(!token.to_string().contains("sk-live"));
 /// ```
 #[derive(Clone)]
 pub struct Key {
     repr: Repr,
     // Hashed once, when the key is made: every call looks its key up a few times, and hashing
-    // an authority byte by byte without case each time cost more than the rest of the lookup.
+    // an authority byte by byte each time cost more than the rest of the lookup.
     hash: u64,
 }
 
@@ -37,11 +45,13 @@ enum Repr {
     // Cloned from the request without copying: the URI's parts are reference-counted.
     Origin(Option<Scheme>, Authority),
     Named(Arc<str>),
+    // Only a fingerprint of the credential: the key is printed in events and errors.
+    Credential(u64),
 }
 
 impl Key {
-    /// The origin `request` is sent to; `None` if neither its URI nor its `Host` header names
-    /// one.
+    /// The origin `request` is sent to, without the URI's userinfo; `None` if neither its URI
+    /// nor its `Host` header names one.
     pub fn origin(request: &Parts) -> Option<Key> {
         let authority = match request.uri.authority() {
             Some(authority) => authority.clone(),
@@ -53,52 +63,83 @@ impl Key {
                 .parse()
                 .ok()?,
         };
+        let host_and_port = match authority.as_str().rsplit_once('@') {
+            // A credential, not a part of the origin: it would be printed with the key.
+            Some((_userinfo, host_and_port)) => host_and_port,
+            None => authority.as_str(),
+        };
         // Authorities compare without case; lowered once here, keys compare byte for byte.
-        let authority = if authority
-            .as_str()
-            .bytes()
-            .any(|byte| byte.is_ascii_uppercase())
+        let authority = if host_and_port.len() < authority.as_str().len()
+            || host_and_port.bytes().any(|byte| byte.is_ascii_uppercase())
         {
-            authority.as_str().to_ascii_lowercase().parse().ok()?
+            host_and_port.to_ascii_lowercase().parse().ok()?
         } else {
             authority
         };
         let scheme = request.uri.scheme().cloned();
-        let hash = fingerprint(
-            scheme
-                .as_ref()
-                .map_or(&b""[..], |scheme| scheme.as_str().as_bytes()),
-            authority.as_str().as_bytes(),
-        );
+        let hash = map_hash(|hasher| {
+            hasher.write_u8(0);
+            hasher.write(scheme.as_ref().map_or("", Scheme::as_str).as_bytes());
+            hasher.write(authority.as_str().as_bytes());
+        });
         Some(Key {
             repr: Repr::Origin(scheme, authority),
             hash,
         })
     }
 
-    /// A key of your own naming.
+    /// A key of your own naming, shown as written in events and errors: name a credential
+    /// with [`Key::credential`] instead.
     pub fn named(name: impl Into<Arc<str>>) -> Key {
         let name = name.into();
-        // Distinct from every origin's: a name is not an authority.
-        let hash = fingerprint(b"\0", name.as_bytes());
+        let hash = map_hash(|hasher| {
+            hasher.write_u8(1);
+            hasher.write(name.as_bytes());
+        });
         Key {
             repr: Repr::Named(name),
             hash,
         }
     }
+
+    /// A key for a credential (an API token, an `Authorization` value), for servers that
+    /// count per credential. Only a 64-bit fingerprint of it is kept, and shown
+    /// (`credential:` and 16 hex digits): the credential never reaches an event or an error.
+    /// The fingerprint is the same in every process, so processes sharing a store share the
+    /// key's gate; it identifies a credential, it does not protect one an attacker could guess.
+    pub fn credential(secret: impl AsRef<[u8]>) -> Key {
+        let fingerprint = fingerprint(secret.as_ref());
+        let hash = map_hash(|hasher| {
+            hasher.write_u8(2);
+            hasher.write_u64(fingerprint);
+        });
+        Key {
+            repr: Repr::Credential(fingerprint),
+            hash,
+        }
+    }
 }
 
-/// A 64-bit fingerprint of a scheme and a name, the name without case (as authorities
-/// compare): FNV-1a, then mixed so that every bit depends on every byte.
-fn fingerprint(scheme: &[u8], name: &[u8]) -> u64 {
+/// The seed of every map of keys in this process: random, so that the keys an attacker can
+/// choose (hosts, names) cannot be made to collide in the gates' table.
+fn seed() -> &'static RandomState {
+    static SEED: OnceLock<RandomState> = OnceLock::new();
+    SEED.get_or_init(RandomState::new)
+}
+
+/// A key's hash for maps: what `write` feeds, under this process's seed.
+fn map_hash(write: impl FnOnce(&mut dyn Hasher)) -> u64 {
+    let mut hasher = seed().build_hasher();
+    write(&mut hasher);
+    hasher.finish()
+}
+
+/// A credential's fingerprint, the same in every process and every build: FNV-1a, then mixed
+/// so that every bit depends on every byte.
+fn fingerprint(secret: &[u8]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in scheme
-        .iter()
-        .chain(b"://")
-        .chain(name)
-        .map(u8::to_ascii_lowercase)
-    {
-        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+    for byte in secret {
+        hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
     }
     hash ^= hash >> 33;
     hash = hash.wrapping_mul(0xff51_afd7_ed55_8ccd);
@@ -119,6 +160,7 @@ impl PartialEq for Repr {
                     && authority.as_str() == other_authority.as_str()
             }
             (Repr::Named(name), Repr::Named(other_name)) => name == other_name,
+            (Repr::Credential(fingerprint), Repr::Credential(other)) => fingerprint == other,
             _ => false,
         }
     }
@@ -132,7 +174,7 @@ impl Hash for Key {
     }
 }
 
-/// Hashes a [`Key`] by the fingerprint it already holds.
+/// Hashes a [`Key`] by the hash it already holds.
 #[derive(Default)]
 pub(crate) struct KeyHasher(u64);
 
@@ -142,14 +184,14 @@ impl Hasher for KeyHasher {
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        // Keys only ever write their fingerprint; anything else is folded in, not lost.
+        // Keys only ever write their hash; anything else is folded in, not lost.
         for byte in bytes {
             self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
         }
     }
 
-    fn write_u64(&mut self, fingerprint: u64) {
-        self.0 = fingerprint;
+    fn write_u64(&mut self, hash: u64) {
+        self.0 = hash;
     }
 }
 
@@ -162,6 +204,7 @@ impl fmt::Display for Key {
             Repr::Origin(Some(scheme), authority) => write!(f, "{scheme}://{authority}"),
             Repr::Origin(None, authority) => write!(f, "{authority}"),
             Repr::Named(name) => f.write_str(name),
+            Repr::Credential(fingerprint) => write!(f, "credential:{fingerprint:016x}"),
         }
     }
 }
@@ -269,5 +312,43 @@ mod tests {
         };
         assert_ne!(fold(&[1, 2]), fold(&[1, 0]));
         assert_ne!(fold(&[1, 2]), fold(&[2, 1]));
+    }
+
+    #[test]
+    fn a_uris_userinfo_is_no_part_of_its_origin() {
+        let with_secret = Key::origin(&parts("https://alice:hunter2@API.test:8443/v1", None));
+        let plain = Key::origin(&parts("https://api.test:8443/v1", None));
+        assert_eq!(with_secret, plain);
+        assert_eq!(with_secret.unwrap().to_string(), "https://api.test:8443");
+        let host_only = Key::origin(&parts("/v1", Some("bob@api.test"))).unwrap();
+        assert_eq!(host_only.to_string(), "api.test");
+    }
+
+    #[test]
+    fn a_credential_is_kept_and_shown_only_as_a_fingerprint() {
+        let token = Key::credential("Bearer sk-live-0123");
+        assert_eq!(token, Key::credential(b"Bearer sk-live-0123"));
+        assert_ne!(token, Key::credential("Bearer sk-live-0124"));
+        assert_ne!(token, Key::named("Bearer sk-live-0123"));
+        let shown = format!("{token} {token:?}");
+        assert!(!shown.contains("sk-live"), "{shown}");
+        let Repr::Credential(fingerprint) = token.repr else {
+            panic!("not a credential key");
+        };
+        assert_eq!(token.to_string(), format!("credential:{fingerprint:016x}"));
+        // The same in every process and build: processes sharing a store share the gate.
+        assert_eq!(super::fingerprint(b""), 0xecba_3df2_c338_3c52);
+    }
+
+    #[test]
+    fn map_hashes_are_seeded_for_this_process() {
+        let key = Key::named("tenant-1");
+        assert_eq!(
+            key.hash,
+            Key::named("tenant-1").hash,
+            "one seed per process"
+        );
+        let elsewhere = RandomState::new().hash_one((1u8, "tenant-1"));
+        assert_ne!(key.hash, elsewhere, "another process's seed");
     }
 }

@@ -183,10 +183,11 @@ impl<P> RateLimitLayer<P> {
     /// ```
     /// use tower_retry_after::{Key, RateLimitLayer};
     ///
-    /// // One limit per API token, as servers that count per credential do.
+    /// // One limit per API token, as servers that count per credential do. The key keeps only
+    /// // a fingerprint of the token: it is printed in events and errors.
     /// let layer = RateLimitLayer::new().key(|request: &http::request::Parts| {
-    ///     let token = request.headers.get("authorization")?.to_str().ok()?;
-    ///     Some(Key::named(token))
+    ///     let token = request.headers.get("authorization")?;
+    ///     Some(Key::credential(token.as_bytes()))
     /// });
     /// # let _ = layer;
     /// ```

@@ -136,3 +136,79 @@ async fn a_call_that_meets_a_closed_gate_says_so() {
     let wait: u64 = at_gate[0]["wait_ms"].parse().unwrap();
     assert!((1900..=2200).contains(&wait), "{wait}");
 }
+
+/// Every event the crate emits while `calls` run, and what each call ended with.
+async fn events_of<F: std::future::Future>(calls: F) -> (Vec<BTreeMap<String, String>>, F::Output) {
+    let events = Events::default();
+    let guard = tracing::subscriber::set_default(
+        tracing_subscriber::registry().with(Capture(events.clone())),
+    );
+    let output = calls.await;
+    drop(guard);
+    let events = events.lock().unwrap().clone();
+    (events, output)
+}
+
+/// A first call through `layer` meets a 429 for 50 s; a second, allowed to wait only 20 s,
+/// is throttled at the gate. Its result.
+async fn throttled_second_call(
+    layer: RateLimitLayer,
+    request: impl Fn() -> Request<String>,
+) -> Result<Response<String>, tower::BoxError> {
+    let first = tokio::spawn(layer.layer(refusing(&["50"])).oneshot(request()));
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let hasty = layer
+        .retry_after_cap(Duration::from_secs(10))
+        .max_wait(Duration::from_secs(20));
+    let throttled = hasty.layer(refusing(&[])).oneshot(request()).await;
+    first.abort();
+    throttled
+}
+
+/// Hole 13: the default key took a URI's userinfo along, and printed it in every event and
+/// every `Throttled`.
+#[tokio::test(start_paused = true)]
+async fn a_uris_userinfo_never_reaches_an_event_or_an_error() {
+    let layer = RateLimitLayer::new();
+    let request = || {
+        Request::get("https://alice:hunter2@api.test/v1/items")
+            .body(String::new())
+            .unwrap()
+    };
+    let (events, results) = events_of(throttled_second_call(layer, request)).await;
+    let error = results.unwrap_err();
+    let message = format!("{error} {error:?}");
+    assert!(!message.contains("hunter2"), "{message}");
+    assert!(message.contains("https://api.test"), "{message}");
+    assert!(!events.is_empty());
+    for event in &events {
+        assert!(!format!("{event:?}").contains("hunter2"), "{event:?}");
+        assert_eq!(event["key"], "https://api.test");
+    }
+}
+
+/// Hole 13: a key made from a credential is shown as a fingerprint, never as the credential.
+#[tokio::test(start_paused = true)]
+async fn a_credential_key_is_shown_as_a_fingerprint() {
+    let layer = RateLimitLayer::new().key(|request: &http::request::Parts| {
+        let token = request.headers.get("authorization")?;
+        Some(tower_retry_after::Key::credential(token.as_bytes()))
+    });
+    let request = || {
+        Request::get("https://api.test/v1/items")
+            .header("authorization", "Bearer sk-live-0123456789")
+            .body(String::new())
+            .unwrap()
+    };
+    let (events, results) = events_of(throttled_second_call(layer, request)).await;
+    let error = results.unwrap_err();
+    let throttled = error
+        .downcast_ref::<tower_retry_after::Throttled>()
+        .unwrap();
+    let shown = throttled.key().to_string();
+    assert!(shown.starts_with("credential:"), "{shown}");
+    for text in [format!("{error} {error:?}"), format!("{events:?}")] {
+        assert!(!text.contains("sk-live"), "{text}");
+        assert!(text.contains(&shown), "{text}");
+    }
+}
