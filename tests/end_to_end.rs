@@ -286,3 +286,27 @@ fn futures_chunks(
         .collect();
     futures_util::stream::iter(frames)
 }
+
+/// Hole 14: the server's explicit verdict overrides the table on any method: it knows whether
+/// the request ran. `x-should-retry: true` on a POST 502 resends it; without the header, or
+/// with `false`, the POST is sent once; `false` on a GET 503 stops the retry the table allows.
+#[tokio::test(start_paused = true)]
+async fn the_servers_verdict_decides_whether_a_post_5xx_is_sent_again() {
+    let verdict = |value: &'static str| vec![header("x-should-retry", value)];
+    let allowed = TestServer::start(fails(502, 1, verdict("true"))).await;
+    let response = send(RateLimitLayer::new(), post(&allowed, "/capture")).await;
+    assert_eq!(response.unwrap().status(), StatusCode::OK);
+    assert_eq!(allowed.count("POST", "/capture"), 2);
+
+    for headers in [vec![], verdict("false")] {
+        let silent = TestServer::start(fails(502, 1, headers)).await;
+        let response = send(RateLimitLayer::new(), post(&silent, "/capture")).await;
+        assert_eq!(response.unwrap().status(), StatusCode::BAD_GATEWAY);
+        assert_eq!(silent.count("POST", "/capture"), 1);
+    }
+
+    let forbidden = TestServer::start(fails(503, 1, verdict("false"))).await;
+    let response = send(RateLimitLayer::new(), get(&forbidden, "/items")).await;
+    assert_eq!(response.unwrap().status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(forbidden.count("GET", "/items"), 1);
+}
