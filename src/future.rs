@@ -16,9 +16,10 @@
 //! only with the next body in hand (a body that cannot be copied is sent once); a rate-limited
 //! retry never goes before the server's time, whatever the gate remembers; every wait, at the
 //! gate or asleep, counts against the call's budget, and a wait that cannot fit ends the call
-//! with the last outcome (or, before any attempt, with [`Throttled`]); dropping the future at
-//! any point leaves the gate's queue and releases what it held (a place and a pass do so on
-//! drop).
+//! with the last outcome, or, once a wait has begun, with [`Throttled`] (carrying the head of the
+//! response the call had: its body is dropped when the wait begins, so that a waiting call
+//! holds no connection); dropping the future at any point leaves the gate's queue and releases
+//! what it held (a place and a pass do so on drop).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -27,7 +28,7 @@ use std::task::{Context, Poll, ready};
 use std::time::{Duration, SystemTime};
 
 use http::request::Parts;
-use http::{Request, Response, StatusCode};
+use http::{Request, Response, StatusCode, response};
 use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
 use tower_service::Service;
@@ -58,9 +59,9 @@ pin_project! {
         request: Parts,
         // The body kept for replay; `None` when the request can only be sent once.
         replay: Option<B>,
-        // The last outcome (a response or an error), kept while a retry waits: if the wait
-        // cannot fit, the caller gets it.
-        last: Option<Result<S::Response, BoxError>>,
+        // The last attempt's outcome, kept while the next one waits: if the wait cannot fit,
+        // the caller gets what is kept of it.
+        last: Option<Kept>,
         budget: Budget,
         // The call's handle on its key's gate; `None` for a call that is not gated.
         gate: Option<GateCall>,
@@ -93,6 +94,15 @@ pin_project! {
 enum Step<F, B, R> {
     Next(State<F, B>),
     Finish(Result<R, BoxError>),
+}
+
+/// What a call keeps of its last attempt while the next one waits.
+enum Kept {
+    /// A response's head: its body was dropped when the wait began, so that a waiting call
+    /// holds no connection (over hyper-util, an unread body pins one).
+    Head(response::Parts),
+    /// The inner service's error.
+    Error(BoxError),
 }
 
 /// Where an attempt stands at its gate.
@@ -204,10 +214,12 @@ where
                 }
                 StateProj::Readying { .. } => {
                     if let Err(error) = ready!(call.service.poll_ready(cx)) {
-                        // The attempt cannot be sent: a retry's caller gets what the last
-                        // attempt got.
-                        let last = call.last.take();
-                        Step::Finish(last.unwrap_or_else(|| Err(error.into())))
+                        // The attempt cannot be sent: the caller gets the last attempt's error,
+                        // or why.
+                        Step::Finish(Err(match call.last.take() {
+                            Some(Kept::Error(last)) => last,
+                            _ => error.into(),
+                        }))
                     } else {
                         *call.last = None;
                         match call.state.as_mut().project_replace(State::Done) {
@@ -273,7 +285,7 @@ where
         Step::Next(State::Calling { future, pass })
     }
 
-    /// The call gives up at its gate: the last outcome if it has one, else `throttled`.
+    /// The call gives up at its gate: `throttled`, with what is kept of the last attempt.
     fn throttled(&mut self, throttled: Throttled) -> Step<S::Future, B, S::Response> {
         let attempt = self.budget.retries() + 1;
         events::at_gate(
@@ -359,7 +371,10 @@ where
         let Some(body) = next.filter(|_| declined.is_none()) else {
             return Step::Finish(outcome);
         };
-        *self.last = Some(outcome);
+        *self.last = Some(match outcome {
+            Ok(response) => Kept::Head(response.into_parts().0),
+            Err(error) => Kept::Error(error),
+        });
         match held {
             // The gate is closed at least as long: the call waits there with every other
             // call on the key.
@@ -402,11 +417,14 @@ fn key_for(gate: Option<&GateCall>, request: &Parts) -> Option<Key> {
         .or_else(|| Key::origin(request))
 }
 
-/// How a call ends when its wait at the gate cannot fit: with the last outcome if it has one
-/// (a response, or the transport error of an attempt that was sent), else with `Throttled`
-/// (nothing was sent).
-fn give_up<R>(last: Option<Result<R, BoxError>>, throttled: Throttled) -> Result<R, BoxError> {
-    last.unwrap_or_else(|| Err(throttled.into()))
+/// How a call ends when its wait cannot fit: with `throttled` (nothing was sent, or the
+/// response it had is kept only as its head), or with the last attempt's transport error.
+fn give_up<R>(last: Option<Kept>, throttled: Throttled) -> Result<R, BoxError> {
+    Err(match last {
+        Some(Kept::Error(error)) => error,
+        Some(Kept::Head(head)) => throttled.after(head).into(),
+        None => throttled.into(),
+    })
 }
 
 #[cfg(test)]
@@ -414,13 +432,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn giving_up_returns_the_last_outcome_and_throttled_only_before_any_attempt() {
+    fn giving_up_keeps_the_last_error_or_the_last_responses_head() {
         let throttled = || Throttled::new(Key::named("api"), Duration::from_secs(9));
-        assert_eq!(give_up(Some(Ok(429)), throttled()).unwrap(), 429);
+        let (head, _) = Response::builder()
+            .status(429)
+            .header("retry-after", "9")
+            .body(())
+            .unwrap()
+            .into_parts();
+        let error = give_up::<()>(Some(Kept::Head(head)), throttled()).unwrap_err();
+        let after_response = error.downcast_ref::<Throttled>().unwrap();
+        assert_eq!(after_response.status(), Some(StatusCode::TOO_MANY_REQUESTS));
+        assert_eq!(after_response.headers().unwrap()["retry-after"], "9");
         let reset: BoxError = "connection reset".into();
-        let error = give_up::<u16>(Some(Err(reset)), throttled()).unwrap_err();
+        let error = give_up::<()>(Some(Kept::Error(reset)), throttled()).unwrap_err();
         assert_eq!(error.to_string(), "connection reset");
-        let error = give_up::<u16>(None, throttled()).unwrap_err();
-        assert!(error.is::<Throttled>());
+        let error = give_up::<()>(None, throttled()).unwrap_err();
+        assert_eq!(error.downcast_ref::<Throttled>().unwrap().status(), None);
     }
 }

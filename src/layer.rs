@@ -119,7 +119,12 @@ impl<P> RateLimitLayer<P> {
     /// the cap, and raised to that if set lower).
     ///
     /// A wait that does not fit in what is left ends the call with the last outcome (response
-    /// or error); it is never shortened to fit.
+    /// or error); it is never shortened to fit. A call that gave up after it began to wait ends
+    /// with [`Throttled`](crate::Throttled), carrying the head of the response it had.
+    ///
+    /// An outer `tower::timeout::Timeout` bounds the whole call, waits included, and cancels it
+    /// wherever it stands (nothing is left at the gate); `max_wait` is the layer's own bound,
+    /// which ends the call with what it had instead of an elapsed error.
     ///
     /// With [`rate_limited_retries`](Self::rate_limited_retries) this makes the crossover
     /// between count and duration: at the defaults, instructions shorter than

@@ -22,7 +22,8 @@
 //! - **Cap**: an instruction above `retry_after_cap` (60 s) is not waited and not shortened; the
 //!   response goes back to the caller at once.
 //! - **Budget per call, drop rather than clamp**: all waits of a call add up to at most
-//!   `max_wait` (120 s); a wait that does not fit ends the call with the last outcome.
+//!   `max_wait` (120 s); a wait that does not fit ends the call with the last outcome. A
+//!   waiting call keeps only the head of the response it will retry: it holds no connection.
 //! - **What is retried** ([`StatusPolicy`](policy::StatusPolicy)): 429 on any method (a
 //!   limiter rejects before the application runs, so nothing can run twice); 408, 500, 502,
 //!   503, 504 and mid-flight transport errors only for idempotent requests; connect errors

@@ -3,11 +3,18 @@
 use std::fmt;
 use std::time::Duration;
 
+use http::{HeaderMap, StatusCode, response};
+
+use crate::headers::RateLimitInfo;
 use crate::key::Key;
 
 /// The error a call gets when its key's gate stays closed longer than the call may still wait:
 /// the layer declined to send, because the server has said it would refuse (or a probe, or the
 /// pace the server asked for, holds the gate longer than that).
+///
+/// A call that had a response and then gave up waiting to retry it ends with `Throttled` too,
+/// carrying that response's status, headers and reading: its body was dropped when the wait
+/// began, so that a waiting call holds no connection.
 ///
 /// It reaches the caller boxed, as a [`BoxError`](crate::BoxError) (tower's convention, as
 /// `tower::load_shed` does with `Overloaded`): downcast to read it.
@@ -18,8 +25,9 @@ use crate::key::Key;
 /// use std::time::Duration;
 /// use tower_retry_after::{BoxError, Throttled};
 ///
-/// fn wait_hint(error: &BoxError) -> Option<Duration> {
-///     error.downcast_ref::<Throttled>().map(Throttled::retry_after)
+/// fn wait_hint(error: &BoxError) -> Option<(Duration, Option<http::StatusCode>)> {
+///     let throttled = error.downcast_ref::<Throttled>()?;
+///     Some((throttled.retry_after(), throttled.status()))
 /// }
 /// # let _ = wait_hint;
 /// ```
@@ -27,11 +35,34 @@ use crate::key::Key;
 pub struct Throttled {
     key: Key,
     retry_after: Duration,
+    response: Option<Box<Head>>,
+}
+
+/// What is kept of the last response a call had.
+#[derive(Clone, Debug)]
+struct Head {
+    status: StatusCode,
+    headers: HeaderMap,
+    info: Option<RateLimitInfo>,
 }
 
 impl Throttled {
     pub(crate) fn new(key: Key, retry_after: Duration) -> Self {
-        Throttled { key, retry_after }
+        Throttled {
+            key,
+            retry_after,
+            response: None,
+        }
+    }
+
+    /// The call gave up waiting to retry the response whose head this is.
+    pub(crate) fn after(mut self, mut head: response::Parts) -> Self {
+        self.response = Some(Box::new(Head {
+            status: head.status,
+            info: head.extensions.remove::<RateLimitInfo>(),
+            headers: head.headers,
+        }));
+        self
     }
 
     /// How long until the key's gate could let a call through, as far as it can tell: the
@@ -45,6 +76,21 @@ impl Throttled {
     pub fn key(&self) -> &Key {
         &self.key
     }
+
+    /// The status of the last response the call had, if it gave up waiting to retry one.
+    pub fn status(&self) -> Option<StatusCode> {
+        self.response.as_ref().map(|head| head.status)
+    }
+
+    /// The headers of that response.
+    pub fn headers(&self) -> Option<&HeaderMap> {
+        self.response.as_ref().map(|head| &head.headers)
+    }
+
+    /// What the layer read of that response's rate-limit headers.
+    pub fn info(&self) -> Option<&RateLimitInfo> {
+        self.response.as_ref()?.info.as_ref()
+    }
 }
 
 impl fmt::Display for Throttled {
@@ -53,7 +99,11 @@ impl fmt::Display for Throttled {
             f,
             "rate limited: {} is closed for {:?}, longer than this call may wait; retry after it",
             self.key, self.retry_after
-        )
+        )?;
+        match self.status() {
+            Some(status) => write!(f, " (the last response was {status})"),
+            None => Ok(()),
+        }
     }
 }
 

@@ -310,3 +310,48 @@ async fn the_servers_verdict_decides_whether_a_post_5xx_is_sent_again() {
     assert_eq!(response.unwrap().status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(forbidden.count("GET", "/items"), 1);
 }
+
+/// Hole 10: every call waiting out a 429 kept that response with its body unread; over
+/// hyper-util that pinned one connection per waiting call. The client keeps no idle
+/// connection here, so what stays open is what the calls hold; the refusal's body (a 256 KiB
+/// page) is more than hyper reads ahead of its reader.
+#[tokio::test(start_paused = true)]
+async fn calls_waiting_at_the_gate_hold_no_connection() {
+    const CALLS: usize = 1000;
+    let page = Bytes::from(vec![b'x'; 256 * 1024]);
+    let script = |_: &http::Method, _: &str, nth| {
+        if nth < CALLS {
+            (429, vec![header("retry-after", 2)])
+        } else {
+            (200, vec![])
+        }
+    };
+    let server = TestServer::start_with_body(script, page).await;
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .pool_max_idle_per_host(0)
+        .build_http::<Full<Bytes>>();
+    let service = ServiceBuilder::new()
+        .layer(RateLimitLayer::new())
+        .service(client);
+    let calls: Vec<_> = (0..CALLS)
+        .map(|_| tokio::spawn(service.clone().oneshot(get(&server, "/items"))))
+        .collect();
+    // Spinning keeps the paused clock still: every call has its 429 and waits at the gate.
+    let real = std::time::Instant::now();
+    while server.count("GET", "/items") < CALLS || server.open_connections() > 0 {
+        if real.elapsed() > Duration::from_secs(5) {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(server.count("GET", "/items"), CALLS);
+    assert_eq!(
+        server.open_connections(),
+        0,
+        "connections held by {CALLS} waiting calls"
+    );
+    for call in calls {
+        assert_eq!(call.await.unwrap().unwrap().status(), StatusCode::OK);
+    }
+    assert_eq!(server.count("GET", "/items"), 2 * CALLS);
+}

@@ -155,7 +155,12 @@ async fn ten_thousand_calls_with_random_faults_keep_every_rule() {
                         .unwrap();
                     let started = Instant::now();
                     let result = service.ready().await.unwrap().call(request).await;
-                    let throttled = result.as_ref().is_err_and(|error| error.is::<Throttled>());
+                    // Declined before sending: Throttled, with no response of its own.
+                    let throttled = result.as_ref().is_err_and(|error| {
+                        error
+                            .downcast_ref::<Throttled>()
+                            .is_some_and(|throttled| throttled.status().is_none())
+                    });
                     calls.lock().unwrap()[call] = (started.elapsed(), throttled);
                     if let Ok(response) = result {
                         let _ = response.into_body().collect().await;

@@ -523,8 +523,10 @@ async fn without_meters_a_steady_load_is_not_starved_after_a_closure() {
     assert_eq!(late_refusals, 0);
 }
 
+/// Hole 10: the response a call waited to retry kept its body (and its connection) for the
+/// whole wait; a call that gives up has its head, in `Throttled`, not the response.
 #[tokio::test(start_paused = true)]
-async fn a_retry_that_meets_a_gate_closed_too_long_gets_its_last_response() {
+async fn a_retry_that_meets_a_gate_closed_too_long_gives_up_with_its_last_responses_head() {
     let gates = Gates::new();
     let patient = RateLimitLayer::new()
         .gates(gates.clone())
@@ -536,15 +538,22 @@ async fn a_retry_that_meets_a_gate_closed_too_long_gets_its_last_response() {
         Model::ClosedUntil(Instant::now() + 300 * SECOND),
         Headers::RetryAfter,
     )
-    .scripted(vec![(503, vec![])]);
+    .scripted(vec![(503, vec![("x-trace", "first".to_owned())])]);
     let hasty_call = spawn_calls(&hasty, &limiter, 1);
     tokio::time::sleep(Duration::from_millis(10)).await;
     let patient_call = spawn_calls(&patient, &limiter, 1);
-    assert_eq!(
-        statuses(hasty_call).await,
-        [503],
-        "the last response, not Throttled"
-    );
+    let error = hasty_call
+        .into_iter()
+        .next()
+        .unwrap()
+        .await
+        .unwrap()
+        .unwrap_err();
+    let throttled = error.downcast_ref::<Throttled>().expect("Throttled");
+    assert_eq!(throttled.status().map(|status| status.as_u16()), Some(503));
+    assert_eq!(throttled.headers().unwrap()["x-trace"], "first");
+    assert!(throttled.info().is_some(), "what was read of it, too");
+    assert!(throttled.retry_after() > 290 * SECOND);
     assert_eq!(statuses(patient_call).await, [200]);
 }
 

@@ -340,13 +340,13 @@ impl<S: Service<Request<String>, Error = BoxError>> Service<Request<String>> for
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_retry_the_service_cannot_take_returns_the_last_response() {
+async fn a_retry_the_service_cannot_take_ends_the_call_with_why() {
     let script = Script::new([Ok(status(429, &[("retry-after", "1")]))]);
     let service = ReadyOnce {
         inner: script.service(),
         calls: Arc::default(),
     };
-    let response = RateLimitLayer::new()
+    let error = RateLimitLayer::new()
         .layer(service)
         .oneshot(
             Request::post("http://api.test/capture")
@@ -354,8 +354,8 @@ async fn a_retry_the_service_cannot_take_returns_the_last_response() {
                 .unwrap(),
         )
         .await
-        .unwrap();
-    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        .unwrap_err();
+    assert_eq!(error.to_string(), "the service closed");
     assert_eq!(script.attempts().len(), 1);
 }
 

@@ -7,6 +7,7 @@ pub mod raw;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -33,11 +34,12 @@ pub struct Received {
     pub body: Bytes,
 }
 
-/// Where a server listens, and every request it received.
+/// Where a server listens, every request it received, and how many connections are open.
 #[derive(Clone)]
 pub struct Counted {
     pub address: SocketAddr,
     received: Arc<Mutex<Vec<Received>>>,
+    open: Arc<AtomicUsize>,
 }
 
 impl Counted {
@@ -45,7 +47,13 @@ impl Counted {
         Counted {
             address,
             received: Arc::default(),
+            open: Arc::default(),
         }
+    }
+
+    /// How many connections are open now.
+    pub fn open_connections(&self) -> usize {
+        self.open.load(Ordering::SeqCst)
     }
 
     /// The URL of `path` on this server.
@@ -93,12 +101,23 @@ impl Counted {
 pub type TestServer = Counted;
 
 impl TestServer {
-    /// Starts a server answering from `script`.
+    /// Starts a server answering from `script`, every answer with the body `{}`.
     pub async fn start(
         script: impl Fn(&Method, &str, usize) -> (u16, Vec<(&'static str, String)>)
         + Send
         + Sync
         + 'static,
+    ) -> Self {
+        Self::start_with_body(script, Bytes::from_static(b"{}")).await
+    }
+
+    /// Starts a server answering from `script`, every answer with `body`.
+    pub async fn start_with_body(
+        script: impl Fn(&Method, &str, usize) -> (u16, Vec<(&'static str, String)>)
+        + Send
+        + Sync
+        + 'static,
+        body: Bytes,
     ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let server = Counted::new(listener.local_addr().unwrap());
@@ -106,13 +125,18 @@ impl TestServer {
         let log = server.clone();
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let (log, script) = (log.clone(), script.clone());
-                let service =
-                    service_fn(move |request| answer(log.clone(), script.clone(), request));
-                tokio::spawn(
-                    hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service),
-                );
+                let (log, script, body) = (log.clone(), script.clone(), body.clone());
+                let open = log.open.clone();
+                let service = service_fn(move |request| {
+                    answer(log.clone(), script.clone(), body.clone(), request)
+                });
+                open.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                    open.fetch_sub(1, Ordering::SeqCst);
+                });
             }
         });
         server
@@ -122,24 +146,25 @@ impl TestServer {
 async fn answer(
     log: Counted,
     script: Arc<Script>,
+    body: Bytes,
     request: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let at = Instant::now();
-    let body = request
+    let received = request
         .into_body()
         .collect()
         .await
         .map(|b| b.to_bytes())
         .unwrap_or_default();
-    let nth = log.record(&method, &path, at, body);
+    let nth = log.record(&method, &path, at, received);
     let (status, headers) = script(&method, &path, nth);
     let mut response = Response::builder().status(StatusCode::from_u16(status).unwrap());
     for (name, value) in headers {
         response = response.header(name, value);
     }
-    Ok(response.body(Full::new(Bytes::from_static(b"{}"))).unwrap())
+    Ok(response.body(Full::new(body)).unwrap())
 }
 
 /// A plain hyper-util client for bodies of type `B`.
