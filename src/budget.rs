@@ -63,6 +63,18 @@ pub(crate) struct Decision {
     pub(crate) declined: Option<Declined>,
 }
 
+impl Decision {
+    /// This decision, knowing whether the next attempt's body is in hand: a retry without one
+    /// is declined, since the request cannot be sent again.
+    pub(crate) fn with_body(self, in_hand: bool) -> Decision {
+        let declined = match self.declined {
+            None if !in_hand => Some(Declined::NotReplayable),
+            declined => declined,
+        };
+        Decision { declined, ..self }
+    }
+}
+
 /// What one call has spent so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Budget {
@@ -344,5 +356,25 @@ mod tests {
         };
         let waited = closure(instructed, None, &settings, 0.5).unwrap();
         assert!(waited > 60 * SECOND, "the spread is added, not clamped");
+    }
+
+    #[test]
+    fn a_retry_without_the_next_body_in_hand_is_declined_as_not_replayable() {
+        let retried = Budget::default().decide(Action::Retry, None, &settings(), 0.0);
+        assert_eq!(retried.with_body(true).declined, None);
+        assert_eq!(
+            retried.with_body(false).declined,
+            Some(Declined::NotReplayable)
+        );
+        let mut spent = Budget::default();
+        for _ in 0..3 {
+            spent.spend(&retried, Duration::ZERO);
+        }
+        let out = spent.decide(Action::Retry, None, &settings(), 0.0);
+        assert_eq!(
+            out.with_body(false).declined,
+            Some(Declined::OutOfRetries),
+            "the first reason stands"
+        );
     }
 }

@@ -7,15 +7,19 @@
 
 use std::time::Duration;
 
+use http::request::Parts;
+
 use crate::budget::Decision;
 use crate::key::Key;
 use crate::throttled::Throttled;
 
-/// A retry's wait was decided: taken, or declined with its reason.
-pub(crate) fn wait_decided(key: Option<&Key>, decision: &Decision, attempt: u32) {
+/// A retry's wait was decided: taken, or declined with its reason. `key` is the call's gate's;
+/// a call that is not gated is named by the origin of its `request`.
+pub(crate) fn wait_decided(key: Option<&Key>, request: &Parts, decision: &Decision, attempt: u32) {
+    let origin = || Key::origin(request);
     tracing::info!(
         target: "tower_retry_after",
-        key = key.map(tracing::field::display),
+        key = key.cloned().or_else(origin).map(tracing::field::display),
         reason = ?decision.reason,
         wait_ms = millis(decision.wait),
         attempt,

@@ -25,7 +25,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use http::request::Parts;
 use http::{Request, Response, StatusCode, response};
@@ -33,15 +33,12 @@ use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
 use tower_service::Service;
 
-use crate::budget::{Answer, Budget, Decision, Declined, closure};
+use crate::budget::{Answer, Budget, closure};
 use crate::config::Config;
 use crate::events;
 use crate::gate::{Call as GateCall, Entered, Held, Pass, Place, Retry, Said, after};
-use crate::headers::RateLimitInfo;
 use crate::jitter::Draws;
-use crate::key::Key;
 use crate::policy::{Action, Attempt, BoxError, Outcome, Policy};
-use crate::settings::Settings;
 use crate::throttled::Throttled;
 
 pin_project! {
@@ -103,16 +100,6 @@ enum Kept {
     Head(response::Parts),
     /// The inner service's error.
     Error(BoxError),
-}
-
-/// Where an attempt stands at its gate.
-enum Entry {
-    /// It goes, holding this pass (none for a call that is not gated).
-    Go(Option<Pass>),
-    /// It waits in this place.
-    Wait(Place),
-    /// The gate stays closed longer than the call may wait.
-    Throttled(Throttled),
 }
 
 impl<S, P, B, ResBody> ResponseFuture<S, P, B>
@@ -249,17 +236,27 @@ where
 {
     /// The attempt with `body` arrives at its gate: it goes, waits there, or gives up.
     fn enter(&mut self, body: B, now: Instant) -> Step<S::Future, B, S::Response> {
-        let settings = &self.config.settings;
-        match enter(self.gate.as_ref(), now, self.budget, settings) {
-            // The first attempt goes on the service the caller polled ready.
-            Entry::Go(pass) if self.budget.retries() == 0 => self.send(pass, body),
-            Entry::Go(pass) => Step::Next(State::Readying { pass, body }),
-            Entry::Wait(place) => {
+        let Some(gate) = self.gate.as_ref() else {
+            return self.go(None, body);
+        };
+        match gate.enter(now, self.budget.time_left(&self.config.settings)) {
+            Entered::Admitted(pass) => self.go(Some(pass), body),
+            Entered::Queued(place) => {
                 let attempt = self.budget.retries() + 1;
                 events::at_gate(place.key(), place.estimate(now), attempt, None);
                 self.wait(place, body, now)
             }
-            Entry::Throttled(throttled) => self.throttled(throttled),
+            Entered::Throttled(throttled) => self.throttled(throttled),
+        }
+    }
+
+    /// The attempt with `body` goes through its gate, with `pass` (none if it is not gated):
+    /// the first on the service the caller polled ready, a retry once its service is ready.
+    fn go(&mut self, pass: Option<Pass>, body: B) -> Step<S::Future, B, S::Response> {
+        if self.budget.retries() == 0 {
+            self.send(pass, body)
+        } else {
+            Step::Next(State::Readying { pass, body })
         }
     }
 
@@ -308,22 +305,14 @@ where
         let now = Instant::now();
         let (outcome, said) = match result {
             Ok(mut response) => {
-                let info = RateLimitInfo::from_headers(response.headers(), SystemTime::now());
-                let said = Said::read(&info, now, settings);
-                response.extensions_mut().insert(info);
+                let said = Said::read(&mut response, now, settings);
                 (Ok(response), Some(said))
             }
             Err(error) => (Err(error.into()), None),
         };
         let attempt = self.budget.retries() + 1;
-        let action = {
-            let outcome = match &outcome {
-                Ok(response) => Outcome::Response(response),
-                Err(error) => Outcome::Error(error),
-            };
-            self.policy
-                .classify(&Attempt::new(self.request, outcome, attempt))
-        };
+        let seen = Attempt::new(self.request, Outcome::of(&outcome), attempt);
+        let action = self.policy.classify(&seen);
         let answer = Answer {
             refused: outcome
                 .as_ref()
@@ -340,12 +329,10 @@ where
             .filter(|decision| decision.declined.is_none())
             .and(self.replay.as_ref())
             .and_then(|body| self.policy.clone_body(body));
-        let declined = decision.and_then(|decision| match decision.declined {
-            None if next.is_none() => Some(Declined::NotReplayable),
-            declined => declined,
-        });
+        let decision = decision.map(|decision| decision.with_body(next.is_some()));
         let retry = decision
-            .filter(|decision| decision.action == Action::RateLimited && declined.is_none())
+            .filter(|decision| decision.action == Action::RateLimited)
+            .filter(|decision| decision.declined.is_none())
             .map(|decision| Retry {
                 wait: decision.wait,
                 budget: self.budget.time_left(settings),
@@ -360,15 +347,12 @@ where
             }
             _ => Held::Free,
         };
-        let Some(decision) = decision.map(|decision| Decision {
-            declined,
-            ..decision
-        }) else {
+        let Some(decision) = decision else {
             return Step::Finish(outcome);
         };
-        let key = key_for(self.gate.as_ref(), self.request);
-        events::wait_decided(key.as_ref(), &decision, attempt);
-        let Some(body) = next.filter(|_| declined.is_none()) else {
+        let key = self.gate.as_ref().map(GateCall::key);
+        events::wait_decided(key, self.request, &decision, attempt);
+        let Some(body) = next.filter(|_| decision.declined.is_none()) else {
             return Step::Finish(outcome);
         };
         *self.last = Some(match outcome {
@@ -397,26 +381,6 @@ where
     }
 }
 
-/// Where an attempt stands at its gate, with what is left of the call's budget.
-fn enter(gate: Option<&GateCall>, now: Instant, budget: &Budget, settings: &Settings) -> Entry {
-    let Some(call) = gate else {
-        return Entry::Go(None);
-    };
-    match call.enter(now, budget.time_left(settings)) {
-        Entered::Admitted(pass) => Entry::Go(Some(pass)),
-        Entered::Queued(place) => Entry::Wait(place),
-        Entered::Throttled(closed_for) => {
-            Entry::Throttled(Throttled::new(call.key().clone(), closed_for))
-        }
-    }
-}
-
-/// The key to name in an event: the gate's, or the origin for a call that is not gated.
-fn key_for(gate: Option<&GateCall>, request: &Parts) -> Option<Key> {
-    gate.map(|call| call.key().clone())
-        .or_else(|| Key::origin(request))
-}
-
 /// How a call ends when its wait cannot fit: with `throttled` (nothing was sent, or the
 /// response it had is kept only as its head), or with the last attempt's transport error.
 fn give_up<R>(last: Option<Kept>, throttled: Throttled) -> Result<R, BoxError> {
@@ -430,6 +394,7 @@ fn give_up<R>(last: Option<Kept>, throttled: Throttled) -> Result<R, BoxError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::Key;
 
     #[test]
     fn giving_up_keeps_the_last_error_or_the_last_responses_head() {

@@ -419,9 +419,9 @@ async fn a_probe_dropped_on_its_way_lets_the_next_waiter_probe() {
     );
 }
 
-/// Two sets of gates sharing one store stand for two processes sharing one credential.
-#[tokio::test(start_paused = true)]
-async fn a_429_met_by_one_process_holds_another_sharing_its_store() {
+/// Two layers whose gates share one store, as two processes sharing one credential would, and
+/// a limiter that refuses everything for 20 s.
+fn two_processes_and_a_limiter_closed_for_20_s() -> (RateLimitLayer, RateLimitLayer, Limiter) {
     let store = Arc::new(tower_retry_after::MemoryStore::new());
     let first = RateLimitLayer::new().gates(Gates::with_store(store.clone()));
     let second = RateLimitLayer::new().gates(Gates::with_store(store));
@@ -429,6 +429,13 @@ async fn a_429_met_by_one_process_holds_another_sharing_its_store() {
         Model::ClosedUntil(Instant::now() + 20 * SECOND),
         Headers::RetryAfter,
     );
+    (first, second, limiter)
+}
+
+/// Two sets of gates sharing one store stand for two processes sharing one credential.
+#[tokio::test(start_paused = true)]
+async fn a_429_met_by_one_process_holds_another_sharing_its_store() {
+    let (first, second, limiter) = two_processes_and_a_limiter_closed_for_20_s();
     let started = Instant::now();
     let refused = spawn_calls(&first, &limiter, 1);
     tokio::time::sleep(Duration::from_millis(10)).await;
@@ -481,12 +488,17 @@ async fn a_429_is_never_retried_early_even_when_the_registry_is_full() {
         .unwrap()
         .status();
     assert_eq!(status, 200);
-    let log = limited.log();
-    assert_eq!(log.len(), 2, "{log:?}");
+    assert_eq!(limited.log().len(), 2, "{:?}", limited.log());
+    assert_sent_again_no_sooner(&limited, started + 5 * SECOND);
+}
+
+/// Panics unless the limiter's second request arrived at `opens` or later.
+fn assert_sent_again_no_sooner(limiter: &Limiter, opens: Instant) {
+    let log = limiter.log();
     assert!(
-        log[1].0 >= started + 5 * SECOND,
-        "retried after {:?}",
-        log[1].0 - started
+        log[1].0 >= opens,
+        "sent again {:?} before the window ended",
+        opens - log[1].0
     );
 }
 
@@ -766,13 +778,7 @@ fn a_shared_store_merges_quota_by_the_gates_rule() {
 /// starts, a probe's answer is taken for a stale one).
 #[tokio::test(start_paused = true)]
 async fn a_shared_closure_learned_again_keeps_its_reopening() {
-    let store = Arc::new(tower_retry_after::MemoryStore::new());
-    let first = RateLimitLayer::new().gates(Gates::with_store(store.clone()));
-    let second = RateLimitLayer::new().gates(Gates::with_store(store));
-    let limiter = Limiter::new(
-        Model::ClosedUntil(Instant::now() + 20 * SECOND),
-        Headers::RetryAfter,
-    );
+    let (first, second, limiter) = two_processes_and_a_limiter_closed_for_20_s();
     let started = Instant::now();
     let refused = spawn_calls(&first, &limiter, 1);
     let mut others = Vec::new();
@@ -789,21 +795,49 @@ async fn a_shared_closure_learned_again_keeps_its_reopening() {
     assert!(last < 22 * SECOND, "the reopening moved to {last:?}");
 }
 
+/// Panics unless a call through `layer` to `service` is sent at once and answered.
+async fn assert_goes_at_once<S>(layer: &RateLimitLayer, service: S, which: &str)
+where
+    S: Service<Request<String>, Response = Response<String>, Error = BoxError> + Clone,
+{
+    let started = Instant::now();
+    let response = layer.layer(service).oneshot(request("api.test")).await;
+    assert!(response.is_ok(), "{which}: {response:?}");
+    assert_eq!(started.elapsed(), Duration::ZERO, "{which} waited");
+}
+
+/// What the services these tests script are.
+trait Scripted:
+    Service<Request<String>, Response = Response<String>, Error = BoxError, Future: Send>
+    + Clone
+    + Send
+    + 'static
+{
+}
+
+impl<S> Scripted for S where
+    S: Service<Request<String>, Response = Response<String>, Error = BoxError, Future: Send>
+        + Clone
+        + Send
+        + 'static
+{
+}
+
+/// Records that a request arrives now; its number, from 1.
+fn arrives(arrivals: &Mutex<Vec<Instant>>) -> usize {
+    let mut log = arrivals.lock().unwrap();
+    log.push(Instant::now());
+    log.len()
+}
+
 /// A service that answers its first request `429, Retry-After: 1` and every request (that one
 /// too) with `headers`; it records in `arrivals` when each request arrived.
 fn refuses_once_then_sends(
     headers: &'static [(&'static str, &'static str)],
     arrivals: Arc<Mutex<Vec<Instant>>>,
-) -> impl Service<Request<String>, Response = Response<String>, Error = BoxError, Future: Send>
-+ Clone
-+ Send
-+ 'static {
+) -> impl Scripted {
     tower::service_fn(move |_request: Request<String>| {
-        let first = {
-            let mut log = arrivals.lock().unwrap();
-            log.push(Instant::now());
-            log.len() == 1
-        };
+        let first = arrives(&arrivals) == 1;
         async move {
             let mut response = Response::builder();
             if first {
@@ -854,32 +888,16 @@ async fn a_pace_drawn_from_a_window_longer_than_the_cap_is_not_applied() {
             started.elapsed()
         );
         tokio::time::sleep(3600 * SECOND).await;
-        let later = Instant::now();
-        layer
-            .layer(service)
-            .oneshot(request("api.test"))
-            .await
-            .unwrap();
-        assert_eq!(later.elapsed(), Duration::ZERO, "{policy:?}: an hour later");
+        assert_goes_at_once(&layer, service, "an hour later").await;
         assert_eq!(arrivals.lock().unwrap().len(), 23);
     }
 }
 
 /// A service that refuses its first request for `refusal`, never answers its second, and
 /// accepts the rest; it records when each request arrived.
-fn hangs_on_the_probe(
-    refusal: &'static str,
-    arrivals: Arc<Mutex<Vec<Instant>>>,
-) -> impl Service<Request<String>, Response = Response<String>, Error = BoxError, Future: Send>
-+ Clone
-+ Send
-+ 'static {
+fn hangs_on_the_probe(refusal: &'static str, arrivals: Arc<Mutex<Vec<Instant>>>) -> impl Scripted {
     tower::service_fn(move |_request: Request<String>| {
-        let nth = {
-            let mut log = arrivals.lock().unwrap();
-            log.push(Instant::now());
-            log.len()
-        };
+        let nth = arrives(&arrivals);
         async move {
             let mut response = Response::builder();
             match nth {
@@ -923,13 +941,7 @@ async fn a_probe_that_never_answers_holds_the_gate_no_longer_than_the_probe_time
             "the next probe went {:?} after the hung one",
             log[2] - log[1]
         );
-        let late = Instant::now();
-        layer
-            .layer(service)
-            .oneshot(request("api.test"))
-            .await
-            .unwrap();
-        assert_eq!(late.elapsed(), Duration::ZERO, "a later call goes at once");
+        assert_goes_at_once(&layer, service, "a later call").await;
         first.abort();
     }
 }
@@ -941,11 +953,7 @@ async fn when_a_windows_quota_is_all_in_flight_waiters_wake_at_its_reset() {
     let arrivals: Arc<Mutex<Vec<Instant>>> = Arc::default();
     let log = arrivals.clone();
     let service = tower::service_fn(move |_request: Request<String>| {
-        let nth = {
-            let mut log = log.lock().unwrap();
-            log.push(Instant::now());
-            log.len()
-        };
+        let nth = arrives(&log);
         async move {
             let mut response = Response::builder();
             match nth {
@@ -999,12 +1007,7 @@ async fn a_full_registry_never_forgets_a_closure_that_still_holds() {
     tokio::time::sleep(SECOND).await;
     let again = layer.layer(a.clone()).oneshot(request("a.test")).await;
     assert_eq!(again.unwrap().status(), 200);
-    let log = a.log();
-    assert!(
-        log[1].0 >= started + 30 * SECOND,
-        "a.test sent again after {:?}",
-        log[1].0 - started
-    );
+    assert_sent_again_no_sooner(&a, started + 30 * SECOND);
 }
 
 /// Hole 6: a spent window reported for a new key was dropped when the registry was full,

@@ -2,19 +2,22 @@
 //! call's pass to record. The future holds a [`Call`] and the tickets it hands out, and
 //! nothing else of the gate.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
+use http::Response;
 use tokio::time::Instant;
 
 use super::Gates;
 use super::quota::Quota;
 use super::release::Pace;
-use super::state::{Admission, Gate, Report, Terms};
+use super::report::Report;
+use super::state::{Admission, Gate, Terms};
 use super::ticket::{Pass, Place};
 use super::time::after;
 use crate::headers::RateLimitInfo;
 use crate::key::Key;
 use crate::settings::Settings;
+use crate::throttled::Throttled;
 
 /// A gated call's handle on its gate.
 pub(crate) struct Call {
@@ -30,7 +33,7 @@ pub(crate) enum Entered {
     /// It waits, in this place.
     Queued(Place),
     /// The gate stays closed longer than the call may wait.
-    Throttled(Duration),
+    Throttled(Throttled),
 }
 
 impl Call {
@@ -77,7 +80,7 @@ impl Call {
     fn arrive(&self, gate: &mut Gate, now: Instant, budget: Duration) -> Entered {
         if let Some(closed_for) = gate.closed_for(now, self.terms.metered) {
             if closed_for > budget {
-                return Entered::Throttled(closed_for);
+                return Entered::Throttled(Throttled::new(self.key.clone(), closed_for));
             }
         }
         match gate.arrive(now, self.terms) {
@@ -107,9 +110,17 @@ pub(crate) struct Said {
 }
 
 impl Said {
-    /// What the gate and the retry need from a response's reading, taken before the reading
-    /// is handed to the caller on the response.
-    pub(crate) fn read(info: &RateLimitInfo, now: Instant, settings: &Settings) -> Said {
+    /// Reads `response`'s rate-limit headers, received `now`, and attaches the reading to it;
+    /// what the gate and the retry need of it is taken first.
+    pub(crate) fn read<B>(response: &mut Response<B>, now: Instant, settings: &Settings) -> Said {
+        let info = RateLimitInfo::from_headers(response.headers(), SystemTime::now());
+        let said = Said::of(&info, now, settings);
+        response.extensions_mut().insert(info);
+        said
+    }
+
+    /// What the gate and the retry need from a reading.
+    fn of(info: &RateLimitInfo, now: Instant, settings: &Settings) -> Said {
         Said {
             // A layer that does not respect what remains takes no instruction from a meter.
             instruction: if settings.respect_remaining {

@@ -7,7 +7,8 @@
 //!
 //! One file per mechanism: `state` (one key's gate), made of `queue` (its waiters), `quota`
 //! (the server's count, and how reports fold into it) and `release` (the probe and the paced
-//! reopening); `registry` (every key's gate, bounded); `ticket` (what a call holds: a pass
+//! reopening), told what each response said by a `report`; `registry` (every key's gate,
+//! bounded); `ticket` (what a call holds: a pass
 //! while its request is out, a place while it waits); `call` (a call's handle on its gate);
 //! `store` (what processes share); `time` (the two clocks); `snapshot` (what a caller reads).
 
@@ -16,6 +17,7 @@ mod queue;
 mod quota;
 mod registry;
 mod release;
+mod report;
 mod snapshot;
 mod state;
 mod store;

@@ -8,7 +8,8 @@ use std::task::Waker;
 
 use tokio::time::Instant;
 
-use super::state::{Admission, Gate, Report};
+use super::report::Report;
+use super::state::{Admission, Gate};
 use super::store::WindowStore;
 use super::time::Anchor;
 use crate::key::{BuildKeyHasher, Key};
@@ -158,12 +159,12 @@ mod tests {
         table
     }
 
-    /// A gate that knows a quota with room, and holds no call back.
-    fn roomy_gate(now: Instant) -> Gate {
+    /// A gate that knows `remaining` of a quota resetting in a second.
+    fn quota_gate(remaining: u64, now: Instant) -> Gate {
         let mut gate = Gate::new();
         let report = Report {
             quota: Some(Quota {
-                remaining: 5,
+                remaining,
                 reset_at: now + SECOND,
             }),
             ..Report::default()
@@ -213,7 +214,7 @@ mod tests {
         );
 
         let mut spare = table(0, 3, now);
-        spare.gates.insert(Key::named("roomy"), roomy_gate(now));
+        spare.gates.insert(Key::named("roomy"), quota_gate(5, now));
         assert!(spare.make_room(now, 4, true));
         assert_eq!(spare.gates.len(), 3);
         assert!(!spare.gates.contains_key(&Key::named("roomy")));
@@ -224,16 +225,7 @@ mod tests {
         let now = Instant::now();
         let mut table = Table::default();
         table.gates.insert(Key::named("closed"), closed_gate(now));
-        let mut spent = Gate::new();
-        let report = Report {
-            quota: Some(Quota {
-                remaining: 0,
-                reset_at: now + SECOND,
-            }),
-            ..Report::default()
-        };
-        spent.learn(report, now);
-        table.gates.insert(Key::named("spent"), spent);
+        table.gates.insert(Key::named("spent"), quota_gate(0, now));
         assert!(!table.make_room(now, 2, true));
         assert_eq!(table.gates.len(), 2);
         let over = now + SECOND;

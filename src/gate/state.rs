@@ -20,24 +20,12 @@ use tokio::time::Instant;
 
 use super::queue::Queue;
 use super::quota::{Quota, fold};
-use super::release::{Pace, Release, Reopening};
+use super::release::{Release, Reopening};
+use super::report::Report;
 
 /// How long a gate that owes a probe is remembered after its closure ended, with nobody
 /// waiting: long enough for calls arriving soon after to be let out one at a time.
 const PROBE_MEMORY: Duration = Duration::from_secs(60);
-
-/// What the server said about the key in one response.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Report {
-    /// The response was a refusal (429): it is no healthy answer to a probe.
-    pub(crate) refused: bool,
-    /// No request before this.
-    pub(crate) closed_until: Option<Instant>,
-    /// The binding meter's remaining quota and reset.
-    pub(crate) quota: Option<Quota>,
-    /// The server's policy as a spacing between requests.
-    pub(crate) pace: Option<Pace>,
-}
 
 /// How a request was let through, as its response must be recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -401,7 +389,7 @@ impl Gate {
 
 #[cfg(test)]
 mod tests {
-    use super::super::release::SPACING;
+    use super::super::release::{Pace, SPACING};
     use super::*;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -499,6 +487,16 @@ mod tests {
         }
     }
 
+    /// A gate closed for `wait` by a 429, and `waiters` calls queued at it: now, the gate, a
+    /// waker, and the waiters' ids.
+    fn closed_with_waiters(wait: Duration, waiters: usize) -> (Instant, Gate, Waker, Vec<u64>) {
+        let now = Instant::now();
+        let mut gate = closed_gate(now, wait);
+        let (_, waker) = waker();
+        let ids = (0..waiters).map(|_| gate.come(now).unwrap_err()).collect();
+        (now, gate, waker, ids)
+    }
+
     /// A gate closed until `now + wait` by a 429 to one request, that request answered.
     fn closed_gate(now: Instant, wait: Duration) -> Gate {
         let mut gate = Gate::new();
@@ -552,10 +550,7 @@ mod tests {
 
     #[test]
     fn after_a_closure_one_probe_goes_alone_and_a_refusal_closes_again() {
-        let now = Instant::now();
-        let mut gate = closed_gate(now, SECOND);
-        let (_, waker) = waker();
-        let ids: Vec<u64> = (0..3).map(|_| gate.come(now).unwrap_err()).collect();
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 3);
         let open = now + SECOND;
         let probe = gate.poll_waiter(ids[0], open, &waker, TERMS).unwrap();
         assert!(probe.probe.is_some());
@@ -573,10 +568,7 @@ mod tests {
 
     #[test]
     fn a_refused_probe_owes_another_even_when_the_closure_is_not_later() {
-        let now = Instant::now();
-        let mut gate = closed_gate(now, 10 * SECOND);
-        let (_, waker) = waker();
-        let ids: Vec<u64> = (0..2).map(|_| gate.come(now).unwrap_err()).collect();
+        let (now, mut gate, waker, ids) = closed_with_waiters(10 * SECOND, 2);
         let (probe, open) = gate.go(ids[0], now, &waker);
         // Another request's 429 had closed the gate further meanwhile; this one is refused
         // with a shorter wait.
@@ -592,10 +584,7 @@ mod tests {
 
     #[test]
     fn a_late_answer_to_an_older_probe_changes_nothing() {
-        let now = Instant::now();
-        let mut gate = closed_gate(now, SECOND);
-        let (_, waker) = waker();
-        let ids: Vec<u64> = (0..3).map(|_| gate.come(now).unwrap_err()).collect();
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 3);
         let (old_probe, open) = gate.go(ids[0], now, &waker);
         // A 429 to another request closes the gate again; a new probe goes after it.
         gate.learn(closed(open + SECOND), open);
@@ -647,10 +636,7 @@ mod tests {
 
     #[test]
     fn a_known_quota_releases_at_once_up_to_what_remains() {
-        let now = Instant::now();
-        let mut gate = closed_gate(now, SECOND);
-        let (_, waker) = waker();
-        let ids: Vec<u64> = (0..5).map(|_| gate.come(now).unwrap_err()).collect();
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 5);
         let (probe, open) = gate.go(ids[0], now, &waker);
         gate.answered(probe, quota(2, open + 60 * SECOND), open);
         let second = gate.poll_waiter(ids[1], open, &waker, TERMS).unwrap();
@@ -676,10 +662,7 @@ mod tests {
 
     #[test]
     fn a_known_policy_paces_releases_at_its_rate() {
-        let now = Instant::now();
-        let mut gate = closed_gate(now, SECOND);
-        let (_, waker) = waker();
-        let ids: Vec<u64> = (0..4).map(|_| gate.come(now).unwrap_err()).collect();
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 4);
         let (probe, open) = gate.go(ids[0], now, &waker);
         let policy = Report {
             pace: paced(100 * MS, now),
@@ -912,10 +895,7 @@ mod tests {
 
     #[test]
     fn leaving_frees_the_place_and_wakes_the_next_head() {
-        let now = Instant::now();
-        let mut gate = closed_gate(now, SECOND);
-        let (_, waker) = waker();
-        let ids: Vec<u64> = (0..4).map(|_| gate.come(now).unwrap_err()).collect();
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 4);
         assert_eq!(gate.poll_waiter(ids[1], now, &waker, TERMS), Err(None));
         gate.leave(ids[2], true);
         gate.leave(ids[0], true);
@@ -1142,10 +1122,7 @@ mod tests {
 
     #[test]
     fn a_pace_is_forgotten_once_the_window_it_was_stated_for_is_over() {
-        let now = Instant::now();
-        let mut gate = closed_gate(now, SECOND);
-        let (_, waker) = waker();
-        let ids: Vec<u64> = (0..3).map(|_| gate.come(now).unwrap_err()).collect();
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 3);
         let (probe, open) = gate.go(ids[0], now, &waker);
         let policy = Report {
             pace: Some(Pace {
@@ -1167,10 +1144,7 @@ mod tests {
 
     #[test]
     fn the_release_ends_with_its_backlog_and_later_calls_are_not_paced() {
-        let now = Instant::now();
-        let mut gate = closed_gate(now, SECOND);
-        let (_, waker) = waker();
-        let ids: Vec<u64> = (0..3).map(|_| gate.come(now).unwrap_err()).collect();
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 3);
         let (probe, open) = gate.go(ids[0], now, &waker);
         gate.answered(
             probe,
@@ -1193,10 +1167,7 @@ mod tests {
 
     #[test]
     fn a_probe_unanswered_past_its_timeout_lets_the_next_waiter_probe() {
-        let now = Instant::now();
-        let mut gate = closed_gate(now, SECOND);
-        let (_, waker) = waker();
-        let ids: Vec<u64> = (0..3).map(|_| gate.come(now).unwrap_err()).collect();
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 3);
         let (hung, open) = gate.go(ids[0], now, &waker);
         let timeout = TERMS.probe_timeout;
         assert_eq!(
@@ -1273,10 +1244,7 @@ mod tests {
 
     #[test]
     fn a_waiter_is_told_when_the_gate_could_let_it_through() {
-        let now = Instant::now();
-        let mut gate = closed_gate(now, 2 * SECOND);
-        let (_, waker) = waker();
-        let ids: Vec<u64> = (0..4).map(|_| gate.come(now).unwrap_err()).collect();
+        let (now, mut gate, waker, ids) = closed_with_waiters(2 * SECOND, 4);
         assert_eq!(
             gate.estimate(now, ids[0], true),
             Some(2 * SECOND),
@@ -1312,10 +1280,7 @@ mod tests {
 
     #[test]
     fn knowing_no_rate_a_waiter_is_told_a_round_trip_for_each_call_ahead() {
-        let now = Instant::now();
-        let mut gate = closed_gate(now, SECOND);
-        let (_, waker) = waker();
-        let ids: Vec<u64> = (0..3).map(|_| gate.come(now).unwrap_err()).collect();
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 3);
         let (probe, open) = gate.go(ids[0], now, &waker);
         gate.answered(probe, HEALTHY, open + 200 * MS);
         let at = open + 200 * MS;

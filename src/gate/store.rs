@@ -7,7 +7,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
 use super::quota::{Quota, fold};
-use super::state::Report;
+use super::report::Report;
 use super::time::Anchor;
 use crate::key::Key;
 

@@ -8,7 +8,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::Gates;
-use super::state::{Admission, Hold, Report, Terms};
+use super::report::Report;
+use super::state::{Admission, Hold, Terms};
 use super::store::Window;
 use crate::key::Key;
 use crate::throttled::Throttled;

@@ -70,6 +70,16 @@ pub enum Outcome<'a, ResBody> {
     Error(&'a BoxError),
 }
 
+impl<'a, ResBody> Outcome<'a, ResBody> {
+    /// The outcome an attempt's result describes.
+    pub(crate) fn of(result: &'a Result<Response<ResBody>, BoxError>) -> Self {
+        match result {
+            Ok(response) => Outcome::Response(response),
+            Err(error) => Outcome::Error(error),
+        }
+    }
+}
+
 impl<ResBody> Clone for Outcome<'_, ResBody> {
     fn clone(&self) -> Self {
         *self

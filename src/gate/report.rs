@@ -1,0 +1,19 @@
+//! [`Report`]: what the server said about a key in one response, as its gate takes it in.
+
+use tokio::time::Instant;
+
+use super::quota::Quota;
+use super::release::Pace;
+
+/// What the server said about the key in one response.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Report {
+    /// The response was a refusal (429): it is no healthy answer to a probe.
+    pub(crate) refused: bool,
+    /// No request before this.
+    pub(crate) closed_until: Option<Instant>,
+    /// The binding meter's remaining quota and reset.
+    pub(crate) quota: Option<Quota>,
+    /// The server's policy as a spacing between requests.
+    pub(crate) pace: Option<Pace>,
+}
