@@ -73,9 +73,9 @@ pin_project! {
         // Not yet at the gate: the attempt takes its place when first polled.
         Entering { body: B },
         // At the gate: asleep until the head of the queue may look again, or the budget ends.
-        Waiting { #[pin] sleep: Sleep, since: Instant, place: Place, body: B },
+        Waiting { sleep: Timer, since: Instant, place: Place, body: B },
         // A backoff the call sleeps itself.
-        Sleeping { #[pin] sleep: Sleep, body: B },
+        Sleeping { sleep: Timer, body: B },
         // Let through: waiting for the service to take the request.
         Readying { pass: Option<Pass>, body: B },
         // The request is out.
@@ -84,10 +84,11 @@ pin_project! {
     }
 }
 
+/// A waiting state's timer, boxed: waits are rare beside calls, and a small state is cheap to
+/// move on every step of every call.
+type Timer = Pin<Box<Sleep>>;
+
 /// What comes after a step of the call: another state, or the call's result.
-// Returned by value and moved straight into the pinned state: boxing the state to shrink it
-// would cost an allocation every step.
-#[allow(clippy::large_enum_variant)]
 enum Step<F, B, R> {
     Next(State<F, B>),
     Finish(Result<R, BoxError>),
@@ -155,14 +156,14 @@ where
                     call.answered(result, pass)
                 }
                 StateProj::Sleeping { sleep, .. } => {
-                    ready!(sleep.poll(cx));
+                    ready!(sleep.as_mut().poll(cx));
                     match call.state.as_mut().project_replace(State::Done) {
                         StateOwned::Sleeping { body, .. } => Step::Next(State::Entering { body }),
                         _ => continue,
                     }
                 }
                 StateProj::Waiting {
-                    mut sleep,
+                    sleep,
                     since,
                     place,
                     ..
@@ -194,7 +195,7 @@ where
                             if sleep.deadline() != wake {
                                 sleep.as_mut().reset(wake);
                             }
-                            ready!(sleep.poll(cx));
+                            ready!(sleep.as_mut().poll(cx));
                             continue;
                         }
                     }
@@ -268,7 +269,7 @@ where
         *self.service = self.service.clone();
         let left = self.budget.time_left(&self.config.settings);
         Step::Next(State::Waiting {
-            sleep: tokio::time::sleep_until(after(now, left)),
+            sleep: Box::pin(tokio::time::sleep_until(after(now, left))),
             since: now,
             place,
             body,
@@ -373,7 +374,7 @@ where
             Held::Free => {
                 self.budget.spend(&decision, decision.wait);
                 Step::Next(State::Sleeping {
-                    sleep: tokio::time::sleep_until(after(now, decision.wait)),
+                    sleep: Box::pin(tokio::time::sleep_until(after(now, decision.wait))),
                     body,
                 })
             }

@@ -63,10 +63,11 @@ impl Key {
                 .parse()
                 .ok()?,
         };
-        let host_and_port = match authority.as_str().rsplit_once('@') {
-            // A credential, not a part of the origin: it would be printed with the key.
-            Some((_userinfo, host_and_port)) => host_and_port,
-            None => authority.as_str(),
+        // Userinfo is a credential, no part of the origin: it would be printed with the key.
+        let text = authority.as_str();
+        let host_and_port = match text.bytes().rposition(|byte| byte == b'@') {
+            Some(at) => &text[at + 1..],
+            None => text,
         };
         // Authorities compare without case; lowered once here, keys compare byte for byte.
         let authority = if host_and_port.len() < authority.as_str().len()

@@ -11,7 +11,7 @@ use super::Gates;
 use super::quota::Quota;
 use super::release::Pace;
 use super::report::Report;
-use super::state::{Admission, Gate, Terms};
+use super::state::{Admission, Arrival, Gate, Terms};
 use super::ticket::{Pass, Place};
 use super::time::after;
 use crate::headers::RateLimitInfo;
@@ -78,19 +78,17 @@ impl Call {
     /// The call at its `gate`: throttled if the gate stays closed beyond `budget`, else let
     /// through or queued.
     fn arrive(&self, gate: &mut Gate, now: Instant, budget: Duration) -> Entered {
-        if let Some(closed_for) = gate.closed_for(now, self.terms.metered) {
-            if closed_for > budget {
-                return Entered::Throttled(Throttled::new(self.key.clone(), closed_for));
-            }
-        }
-        match gate.arrive(now, self.terms) {
-            Ok(admission) => Entered::Admitted(self.pass(admission)),
-            Err(id) => Entered::Queued(Place::new(
+        match gate.arrive(now, self.terms, budget) {
+            Arrival::Admitted(admission) => Entered::Admitted(self.pass(admission)),
+            Arrival::Queued(id) => Entered::Queued(Place::new(
                 self.gates.clone(),
                 self.key.clone(),
                 id,
                 self.terms,
             )),
+            Arrival::Beyond(closed_for) => {
+                Entered::Throttled(Throttled::new(self.key.clone(), closed_for))
+            }
         }
     }
 
@@ -100,6 +98,7 @@ impl Call {
 }
 
 /// What one response said that the layer acts on.
+#[derive(Default)]
 pub(crate) struct Said {
     /// How long the server said to wait, if it did.
     pub(crate) instruction: Option<Duration>,
@@ -121,6 +120,10 @@ impl Said {
 
     /// What the gate and the retry need from a reading.
     fn of(info: &RateLimitInfo, now: Instant, settings: &Settings) -> Said {
+        if info.is_empty() {
+            // Most responses: nothing to weigh.
+            return Said::default();
+        }
         Said {
             // A layer that does not respect what remains takes no instruction from a meter.
             instruction: if settings.respect_remaining {

@@ -132,7 +132,7 @@ impl Table {
 #[cfg(test)]
 mod tests {
     use super::super::quota::Quota;
-    use super::super::state::Terms;
+    use super::super::state::{Arrival, Terms};
     use super::*;
     use std::time::Duration;
 
@@ -153,7 +153,8 @@ mod tests {
         }
         for n in 0..busy {
             let mut gate = Gate::new();
-            gate.arrive(now, TERMS).unwrap();
+            let arrival = gate.arrive(now, TERMS, Duration::MAX);
+            assert!(matches!(arrival, Arrival::Admitted(_)));
             table.gates.insert(Key::named(format!("busy{n}")), gate);
         }
         table

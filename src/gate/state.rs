@@ -56,6 +56,17 @@ pub(crate) struct Terms {
     pub(crate) probe_timeout: Duration,
 }
 
+/// What a call meets on arriving at a gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Arrival {
+    /// It goes now.
+    Admitted(Admission),
+    /// It waits in its queue, with this id.
+    Queued(u64),
+    /// The gate stays closed to it for longer than it may wait.
+    Beyond(Duration),
+}
+
 /// Where a call stands whose next attempt must wait at least a given time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Hold {
@@ -90,14 +101,18 @@ impl Gate {
         Gate::default()
     }
 
-    /// A call arriving: let through at once (`Ok`), or given a place in its queue (`Err(id)`).
-    pub(crate) fn arrive(&mut self, now: Instant, terms: Terms) -> Result<Admission, u64> {
+    /// A call arriving with `budget` left to wait: let through at once, given a place in its
+    /// queue, or turned away if the gate stays closed to it longer than that.
+    pub(crate) fn arrive(&mut self, now: Instant, terms: Terms, budget: Duration) -> Arrival {
         if self.queue(terms.metered).len() == 0 {
             if let Release::Go { probe } = self.release(now, terms.metered) {
-                return Ok(self.admit(probe, now, terms));
+                return Arrival::Admitted(self.admit(probe, now, terms));
             }
         }
-        Err(self.queue(terms.metered).push())
+        match self.closed_for(now, terms.metered) {
+            Some(closed_for) if closed_for > budget => Arrival::Beyond(closed_for),
+            _ => Arrival::Queued(self.queue(terms.metered).push()),
+        }
     }
 
     /// How long a call arriving now would wait at least: until the gate reopens (for a call
@@ -461,7 +476,16 @@ mod tests {
     impl Gate {
         /// A call that respects the quota arriving: `Ok(admission)` or `Err(id)`.
         fn come(&mut self, now: Instant) -> Result<Admission, u64> {
-            self.arrive(now, TERMS)
+            self.arrive_as(now, TERMS)
+        }
+
+        /// A call with `terms` and all the time in the world arriving.
+        fn arrive_as(&mut self, now: Instant, terms: Terms) -> Result<Admission, u64> {
+            match self.arrive(now, terms, Duration::MAX) {
+                Arrival::Admitted(admission) => Ok(admission),
+                Arrival::Queued(id) => Err(id),
+                Arrival::Beyond(closed_for) => panic!("turned away for {closed_for:?}"),
+            }
         }
 
         /// Polls `id`, the head of the queue, until it goes, letting time pass as asked.
@@ -755,11 +779,14 @@ mod tests {
         let admitted = gate.come(now).unwrap();
         gate.answered(admitted, quota(0, now + 10 * SECOND), now);
         assert!(
-            gate.arrive(now, UNMETERED).is_ok(),
+            gate.arrive_as(now, UNMETERED).is_ok(),
             "a spent window does not hold it"
         );
         gate.learn(closed(now + 5 * SECOND), now);
-        assert!(gate.arrive(now, UNMETERED).is_err(), "a 429's closure does");
+        assert!(
+            gate.arrive_as(now, UNMETERED).is_err(),
+            "a 429's closure does"
+        );
     }
 
     #[test]
@@ -954,7 +981,7 @@ mod tests {
         let first = gate.come(now).unwrap();
         gate.answered(first, quota(2, now + 10 * SECOND), now);
         let out: Vec<Admission> = (0..2)
-            .map(|_| gate.arrive(now, UNMETERED).unwrap())
+            .map(|_| gate.arrive_as(now, UNMETERED).unwrap())
             .collect();
         assert_eq!(gate.in_flight(), 2);
         assert!(
@@ -1206,7 +1233,7 @@ mod tests {
             None,
             "no closure was made of it"
         );
-        let free = gate.arrive(now, UNMETERED).unwrap();
+        let free = gate.arrive_as(now, UNMETERED).unwrap();
         assert!(
             free.probe.is_none(),
             "not behind the held call, not a probe"
@@ -1222,7 +1249,7 @@ mod tests {
         let now = Instant::now();
         let mut gate = closed_gate(now, SECOND);
         let (_, waker) = waker();
-        let id = gate.arrive(now, UNMETERED).unwrap_err();
+        let id = gate.arrive_as(now, UNMETERED).unwrap_err();
         assert_eq!(
             gate.poll_waiter(id, now, &waker, UNMETERED),
             Err(Some(now + SECOND))
@@ -1287,5 +1314,20 @@ mod tests {
         // The head goes a millisecond after the last release; the next a round trip later.
         assert_eq!(gate.estimate(at, ids[1], true), Some(Duration::ZERO));
         assert_eq!(gate.estimate(at, ids[2], true), Some(200 * MS));
+    }
+
+    #[test]
+    fn a_call_arriving_at_a_gate_closed_beyond_its_budget_is_turned_away_without_a_place() {
+        let now = Instant::now();
+        let mut gate = closed_gate(now, 10 * SECOND);
+        assert_eq!(
+            gate.arrive(now, TERMS, 10 * SECOND - MS),
+            Arrival::Beyond(10 * SECOND)
+        );
+        assert_eq!(gate.waiters(), 0);
+        assert!(matches!(
+            gate.arrive(now, TERMS, 10 * SECOND),
+            Arrival::Queued(_)
+        ));
     }
 }

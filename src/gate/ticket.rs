@@ -60,11 +60,13 @@ impl Pass {
         let registry = &self.gates.registry;
         let mut table = registry.lock();
         let wakes = table.answered(&self.key, self.admission, report, now, registry.capacity);
+        // Looked up again only for a retry to hold: most answers have none.
         let hold = retry
-            .zip(table.gates.get_mut(&self.key))
-            .map_or(Hold::Free, |(retry, gate)| {
-                gate.hold(now, retry.wait, retry.budget, self.terms.metered)
-            });
+            .and_then(|retry| {
+                let gate = table.gates.get_mut(&self.key)?;
+                Some(gate.hold(now, retry.wait, retry.budget, self.terms.metered))
+            })
+            .unwrap_or(Hold::Free);
         drop(table);
         wakes.into_iter().for_each(Waker::wake);
         let worth_sharing = report.closed_until.is_some() || report.quota.is_some();
