@@ -172,3 +172,78 @@ impl Drop for Place {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::task::Wake;
+
+    use super::super::call::Entered;
+    use super::*;
+    use crate::settings::Settings;
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    struct Ignored;
+
+    impl Wake for Ignored {
+        fn wake(self: Arc<Self>) {}
+    }
+
+    /// A request on `key` let through, answered with a 429 for `wait`, with a retry that
+    /// waits `wait`: where the call stands after.
+    fn refused(gates: &Gates, key: &str, wait: Duration, now: Instant) -> Held {
+        let call = gates.call(Key::named(key), &Settings::default());
+        let Entered::Admitted(pass) = call.enter(now, 120 * SECOND) else {
+            panic!("the gate of {key} is not open");
+        };
+        let refusal = Report {
+            refused: true,
+            closed_until: Some(now + wait),
+            ..Report::default()
+        };
+        let retry = Retry {
+            wait,
+            budget: 120 * SECOND,
+        };
+        pass.answered(refusal, now, Some(retry))
+    }
+
+    /// Hole 8: the call refused takes its place in the same critical section that closes the
+    /// gate, so nothing can forget the gate or let the call through in between; its place then
+    /// keeps the gate from being forgotten to make room.
+    #[tokio::test(start_paused = true)]
+    async fn a_refused_call_takes_its_place_where_the_gate_closes_and_keeps_the_gate() {
+        let gates = Gates::with_capacity(1);
+        let now = Instant::now();
+        let Held::Waiting(mut place) = refused(&gates, "a", 30 * SECOND, now) else {
+            panic!("not held at its gate");
+        };
+        assert_eq!(gates.snapshot(&Key::named("a")).unwrap().waiters(), 1);
+        // Another key's 429 on a full registry makes no room by forgetting a's gate.
+        assert!(matches!(refused(&gates, "b", 5 * SECOND, now), Held::Free));
+        assert_eq!(gates.len(), 1);
+        let waker = Arc::new(Ignored).into();
+        assert_eq!(
+            place.poll(now + SECOND, &waker).err(),
+            Some(Some(now + 30 * SECOND)),
+            "still held until its window ends"
+        );
+        assert!(place.poll(now + 30 * SECOND, &waker).is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_retry_the_gate_holds_longer_than_its_budget_is_throttled_not_queued() {
+        let gates = Gates::new();
+        let now = Instant::now();
+        let Held::Waiting(_first) = refused(&gates, "a", 30 * SECOND, now) else {
+            panic!("not held");
+        };
+        let call = gates.call(Key::named("a"), &Settings::default());
+        let Entered::Throttled(throttled) = call.enter(now, 10 * SECOND) else {
+            panic!("a closed gate let a call in");
+        };
+        assert_eq!(throttled.retry_after(), 30 * SECOND);
+        assert_eq!(gates.snapshot(&Key::named("a")).unwrap().waiters(), 1);
+    }
+}
