@@ -356,6 +356,18 @@ where
         let Some(body) = next.filter(|_| decision.declined.is_none()) else {
             return Step::Finish(outcome);
         };
+        if let Held::Throttled(throttled) = &held {
+            // The gate stays closed longer than the call may wait, and nothing was waited yet:
+            // the caller has the response whole.
+            let retry = attempt + 1;
+            events::at_gate(
+                throttled.key(),
+                throttled.retry_after(),
+                retry,
+                Some(throttled),
+            );
+            return Step::Finish(outcome);
+        }
         *self.last = Some(match outcome {
             Ok(response) => Kept::Head(response.into_parts().0),
             Err(error) => Kept::Error(error),
@@ -367,11 +379,7 @@ where
                 self.budget.spend(&decision, Duration::ZERO);
                 self.wait(place, body, now)
             }
-            Held::Throttled(throttled) => {
-                self.budget.spend(&decision, Duration::ZERO);
-                self.throttled(throttled)
-            }
-            Held::Free => {
+            _ => {
                 self.budget.spend(&decision, decision.wait);
                 Step::Next(State::Sleeping {
                     sleep: Box::pin(tokio::time::sleep_until(after(now, decision.wait))),

@@ -1129,3 +1129,36 @@ async fn a_call_that_gives_up_behind_a_probe_is_told_how_long_until_it_could_go(
     );
     first.abort();
 }
+
+/// A call whose retry meets a gate another call closed for longer than it may wait ends at
+/// once, before any wait: it has its response whole, body included, not `Throttled`.
+#[tokio::test(start_paused = true)]
+async fn a_retry_the_gate_holds_beyond_the_budget_returns_the_response_whole() {
+    let arrivals = Arc::new(Mutex::new(Vec::new()));
+    let service = tower::service_fn(move |_request: Request<String>| {
+        let nth = arrives(&arrivals);
+        async move {
+            let (wait, latency) = if nth == 1 { ("5", 10) } else { ("300", 0) };
+            tokio::time::sleep(Duration::from_millis(latency)).await;
+            let response = Response::builder()
+                .status(429)
+                .header("retry-after", wait)
+                .body(format!("refusal {nth}"))
+                .unwrap();
+            Ok::<_, BoxError>(response)
+        }
+    });
+    let gates = Gates::new();
+    let hasty = RateLimitLayer::new().gates(gates.clone());
+    let patient = RateLimitLayer::new()
+        .gates(gates)
+        .retry_after_cap(Duration::from_secs(600))
+        .max_wait(Duration::from_secs(1200));
+    let first = tokio::spawn(hasty.layer(service.clone()).oneshot(request("api.test")));
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let closing = tokio::spawn(patient.layer(service).oneshot(request("api.test")));
+    let response = first.await.unwrap().expect("the response, not Throttled");
+    assert_eq!(response.status(), 429);
+    assert_eq!(response.body(), "refusal 1");
+    closing.abort();
+}

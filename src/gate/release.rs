@@ -16,6 +16,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::time::after;
+
 /// The least spacing between two releases when the server's rate is unknown.
 pub(crate) const SPACING: Duration = Duration::from_millis(1);
 
@@ -119,7 +121,7 @@ impl Reopening {
             self.phase = Phase::Probing;
             self.probes += 1;
             self.probe_sent = Some(now);
-            self.probe_deadline = Some(now + timeout);
+            self.probe_deadline = Some(after(now, timeout));
             return Some(self.probes);
         }
         if self.backlog == 0 {

@@ -1330,4 +1330,19 @@ mod tests {
             Arrival::Queued(_)
         ));
     }
+
+    #[test]
+    fn a_probe_timeout_of_any_length_neither_overflows_nor_leaks_a_count() {
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 2);
+        let patient = Terms {
+            probe_timeout: Duration::MAX,
+            ..TERMS
+        };
+        let open = now + SECOND;
+        let probe = gate.poll_waiter(ids[0], open, &waker, patient).unwrap();
+        assert!(probe.probe.is_some());
+        assert!(gate.estimate(open, ids[1], true).unwrap() > 1000 * 86_400 * SECOND);
+        gate.answered(probe, HEALTHY, open);
+        assert_eq!(gate.in_flight(), 0);
+    }
 }
