@@ -28,7 +28,7 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use http::request::Parts;
-use http::{Request, Response, StatusCode, response};
+use http::{Request, Response, response};
 use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
 use tower_service::Service;
@@ -36,14 +36,14 @@ use tower_service::Service;
 use crate::budget::{Answer, Budget, closure};
 use crate::config::Config;
 use crate::events;
-use crate::gate::{Call as GateCall, Entered, Held, Pass, Place, Retry, Said, after};
+use crate::gate::{Call, Entered, Held, Pass, Place, Retry, Said, after};
 use crate::jitter::Draws;
 use crate::policy::{Action, Attempt, BoxError, Outcome, Policy};
 use crate::throttled::Throttled;
 
 pin_project! {
     /// The response future of [`RateLimit`](crate::RateLimit).
-    #[project = Call]
+    #[project = Projection]
     pub struct ResponseFuture<S, P, B>
     where
         S: Service<Request<B>>,
@@ -61,7 +61,7 @@ pin_project! {
         last: Option<Kept>,
         budget: Budget,
         // The call's handle on its key's gate; `None` for a call that is not gated.
-        gate: Option<GateCall>,
+        gate: Option<Call>,
         draws: Draws,
     }
 }
@@ -141,23 +141,23 @@ where
     type Output = Result<Response<ResBody>, BoxError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut call = self.project();
+        let mut this = self.project();
         loop {
-            let step = match call.state.as_mut().project() {
+            let step = match this.state.as_mut().project() {
                 StateProj::Entering { .. } => {
-                    match call.state.as_mut().project_replace(State::Done) {
-                        StateOwned::Entering { body } => call.enter(body, Instant::now()),
+                    match this.state.as_mut().project_replace(State::Done) {
+                        StateOwned::Entering { body } => this.enter(body, Instant::now()),
                         _ => continue,
                     }
                 }
                 StateProj::Calling { future, pass } => {
                     let result = ready!(future.poll(cx));
                     let pass = pass.take();
-                    call.answered(result, pass)
+                    this.answered(result, pass)
                 }
                 StateProj::Sleeping { sleep, .. } => {
                     ready!(sleep.as_mut().poll(cx));
-                    match call.state.as_mut().project_replace(State::Done) {
+                    match this.state.as_mut().project_replace(State::Done) {
                         StateOwned::Sleeping { body, .. } => Step::Next(State::Entering { body }),
                         _ => continue,
                     }
@@ -170,13 +170,13 @@ where
                 } => {
                     let since = *since;
                     let now = Instant::now();
-                    let deadline = after(since, call.budget.time_left(&call.config.settings));
+                    let deadline = after(since, this.budget.time_left(&this.config.settings));
                     // Asked before the deadline is checked: a gate that opens at the very
                     // instant the budget ends lets the call go, as entering promised.
                     match place.poll(now, cx.waker()) {
                         Ok(pass) => {
-                            call.budget.add_wait(now - since);
-                            match call.state.as_mut().project_replace(State::Done) {
+                            this.budget.add_wait(now - since);
+                            match this.state.as_mut().project_replace(State::Done) {
                                 StateOwned::Waiting { body, .. } => Step::Next(State::Readying {
                                     pass: Some(pass),
                                     body,
@@ -186,9 +186,9 @@ where
                         }
                         Err(_) if now >= deadline => {
                             // The budget is spent, whatever the gate would say later.
-                            call.budget.add_wait(deadline - since);
+                            this.budget.add_wait(deadline - since);
                             let throttled = place.throttled(now);
-                            call.throttled(throttled)
+                            this.throttled(throttled)
                         }
                         Err(look_again) => {
                             let wake = look_again.map_or(deadline, |at| at.min(deadline));
@@ -201,17 +201,17 @@ where
                     }
                 }
                 StateProj::Readying { .. } => {
-                    if let Err(error) = ready!(call.service.poll_ready(cx)) {
+                    if let Err(error) = ready!(this.service.poll_ready(cx)) {
                         // The attempt cannot be sent: the caller gets the last attempt's error,
                         // or why.
-                        Step::Finish(Err(match call.last.take() {
+                        Step::Finish(Err(match this.last.take() {
                             Some(Kept::Error(last)) => last,
                             _ => error.into(),
                         }))
                     } else {
-                        *call.last = None;
-                        match call.state.as_mut().project_replace(State::Done) {
-                            StateOwned::Readying { pass, body } => call.send(pass, body),
+                        *this.last = None;
+                        match this.state.as_mut().project_replace(State::Done) {
+                            StateOwned::Readying { pass, body } => this.send(pass, body),
                             _ => continue,
                         }
                     }
@@ -219,9 +219,9 @@ where
                 StateProj::Done => panic!("a ResponseFuture is polled after it completed"),
             };
             match step {
-                Step::Next(state) => call.state.set(state),
+                Step::Next(state) => this.state.set(state),
                 Step::Finish(result) => {
-                    call.state.set(State::Done);
+                    this.state.set(State::Done);
                     return Poll::Ready(result);
                 }
             }
@@ -229,7 +229,7 @@ where
     }
 }
 
-impl<S, P, B, ResBody> Call<'_, S, P, B>
+impl<S, P, B, ResBody> Projection<'_, S, P, B>
 where
     S: Service<Request<B>, Response = Response<ResBody>> + Clone,
     S::Error: Into<BoxError>,
@@ -314,12 +314,7 @@ where
         let attempt = self.budget.retries() + 1;
         let seen = Attempt::new(self.request, Outcome::of(&outcome), attempt);
         let action = self.policy.classify(&seen);
-        let answer = Answer {
-            refused: outcome
-                .as_ref()
-                .is_ok_and(|response| response.status() == StatusCode::TOO_MANY_REQUESTS),
-            instruction: said.as_ref().and_then(|said| said.instruction),
-        };
+        let answer = said.as_ref().map_or_else(Answer::default, Said::answer);
         let unit = self.draws.unit();
         let decision = (action != Action::Return).then(|| {
             self.budget
@@ -344,14 +339,14 @@ where
             (Some(pass), Some(said)) => {
                 let closed_until =
                     closure(answer, decision.as_ref(), settings, unit).map(|wait| after(now, wait));
-                pass.answered(said.report(answer.refused, closed_until), now, retry)
+                pass.answered(said.report(closed_until), now, retry)
             }
             _ => Held::Free,
         };
         let Some(decision) = decision else {
             return Step::Finish(outcome);
         };
-        let key = self.gate.as_ref().map(GateCall::key);
+        let key = self.gate.as_ref().map(Call::key);
         events::wait_decided(key, self.request, &decision, attempt);
         let Some(body) = next.filter(|_| decision.declined.is_none()) else {
             return Step::Finish(outcome);
@@ -404,6 +399,7 @@ fn give_up<R>(last: Option<Kept>, throttled: Throttled) -> Result<R, BoxError> {
 mod tests {
     use super::*;
     use crate::key::Key;
+    use http::StatusCode;
 
     #[test]
     fn giving_up_keeps_the_last_error_or_the_last_responses_head() {

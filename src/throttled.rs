@@ -97,7 +97,7 @@ impl fmt::Display for Throttled {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "rate limited: {} is closed for {:?}, longer than this call may wait; retry after it",
+            "rate limited: {} cannot let this call through for {:?}, longer than it may wait; retry after that",
             self.key, self.retry_after
         )?;
         match self.status() {

@@ -4,16 +4,19 @@
 
 use std::time::{Duration, SystemTime};
 
-use http::Response;
+use http::{Response, StatusCode};
 use tokio::time::Instant;
 
 use super::Gates;
+use super::answer::{Admission, Arrival};
 use super::quota::Quota;
 use super::release::Pace;
 use super::report::Report;
-use super::state::{Admission, Arrival, Gate, Terms};
+use super::state::Gate;
+use super::terms::Terms;
 use super::ticket::{Pass, Place};
 use super::time::after;
+use crate::budget::Answer;
 use crate::headers::RateLimitInfo;
 use crate::key::Key;
 use crate::settings::Settings;
@@ -40,6 +43,7 @@ impl Call {
     pub(crate) fn new(gates: Gates, key: Key, settings: &Settings) -> Self {
         let terms = Terms {
             metered: settings.respect_remaining,
+            cap: settings.retry_after_cap,
             probe_timeout: settings.probe_timeout,
         };
         Call { gates, key, terms }
@@ -60,7 +64,7 @@ impl Call {
             .and_then(|store| store.load(&self.key));
         let mut table = registry.lock();
         if let Some(window) = shared {
-            let report = window.to_report(&registry.clocks);
+            let report = window.to_report(&registry.clocks());
             table.learn(&self.key, report, now, registry.capacity);
         }
         if let Some(gate) = table.gates.get_mut(&self.key) {
@@ -100,8 +104,10 @@ impl Call {
 /// What one response said that the layer acts on.
 #[derive(Default)]
 pub(crate) struct Said {
+    /// The response was a refusal (429).
+    refused: bool,
     /// How long the server said to wait, if it did.
-    pub(crate) instruction: Option<Duration>,
+    instruction: Option<Duration>,
     /// The quota closest to running out, when the layer respects what remains.
     quota: Option<Quota>,
     /// The spacing the server's shortest policy within the cap asks for.
@@ -113,9 +119,20 @@ impl Said {
     /// what the gate and the retry need of it is taken first.
     pub(crate) fn read<B>(response: &mut Response<B>, now: Instant, settings: &Settings) -> Said {
         let info = RateLimitInfo::from_headers(response.headers(), SystemTime::now());
-        let said = Said::of(&info, now, settings);
+        let said = Said {
+            refused: response.status() == StatusCode::TOO_MANY_REQUESTS,
+            ..Said::of(&info, now, settings)
+        };
         response.extensions_mut().insert(info);
         said
+    }
+
+    /// What the retry's arithmetic needs of it.
+    pub(crate) fn answer(&self) -> Answer {
+        Answer {
+            refused: self.refused,
+            instruction: self.instruction,
+        }
     }
 
     /// What the gate and the retry need from a reading.
@@ -125,6 +142,7 @@ impl Said {
             return Said::default();
         }
         Said {
+            refused: false,
             // A layer that does not respect what remains takes no instruction from a meter.
             instruction: if settings.respect_remaining {
                 info.instructed_wait()
@@ -141,11 +159,10 @@ impl Said {
         }
     }
 
-    /// What the gate takes in: what was said, whether it was a refusal, and until when the
-    /// layer closes the gate.
-    pub(crate) fn report(&self, refused: bool, closed_until: Option<Instant>) -> Report {
+    /// What the gate takes in: what was said, and until when the layer closes the gate.
+    pub(crate) fn report(&self, closed_until: Option<Instant>) -> Report {
         Report {
-            refused,
+            refused: self.refused,
             closed_until,
             quota: self.quota,
             pace: self.pace,
@@ -185,6 +202,7 @@ fn pace(info: &RateLimitInfo, now: Instant, cap: Duration) -> Option<Pace> {
         .min()
         .map(|(window, interval)| Pace {
             interval,
+            window,
             until: after(now, window),
         })
 }

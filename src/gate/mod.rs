@@ -2,16 +2,18 @@
 //!
 //! A 429 closes its key's gate until the server's time; every call on the key then waits on
 //! that one gate instead of sleeping its own copy of the wait and stampeding back with the
-//! others. A meter that said the quota is spent closes it until the reset. When the gate
-//! reopens, a probe goes first, alone, and the others follow paced.
+//! others. A meter that said the quota is spent holds the calls that respect it until the
+//! reset. When the gate reopens, a probe goes first, alone, and the others follow paced. Each
+//! call is held only by what its own layer's settings say to respect (`terms`).
 //!
-//! One file per mechanism: `state` (one key's gate), made of `queue` (its waiters), `quota`
-//! (the server's count, and how reports fold into it) and `release` (the probe and the paced
-//! reopening), told what each response said by a `report`; `registry` (every key's gate,
-//! bounded); `ticket` (what a call holds: a pass
-//! while its request is out, a place while it waits); `call` (a call's handle on its gate);
-//! `store` (what processes share); `time` (the two clocks); `snapshot` (what a caller reads).
+//! One file per mechanism: `state` (one key's gate) and the `answer`s it gives a call, made of
+//! `queue` (its waiters), `quota` (the server's count, and how reports fold into it) and
+//! `release` (the probe and the paced reopening), told what each response said by a `report`;
+//! `registry` (every key's gate, bounded); `ticket` (what a call holds: a pass while its
+//! request is out, a place while it waits); `call` (a call's handle on its gate); `store` (what
+//! processes share); `time` (the two clocks); `snapshot` (what a caller reads).
 
+mod answer;
 mod call;
 mod queue;
 mod quota;
@@ -21,6 +23,7 @@ mod report;
 mod snapshot;
 mod state;
 mod store;
+mod terms;
 mod ticket;
 mod time;
 

@@ -1,15 +1,18 @@
-//! The table of every key's gate, and how it stays bounded: it only remembers keys with
-//! something to remember (a closure, a quota window, a waiter, a request in flight against a
-//! known quota), and at most its capacity of them.
+//! The table of every key's gate, and how it stays bounded: it remembers a key from its first
+//! call (so that requests out are counted against what the first answers report) and forgets
+//! it once its gate has nothing to remember (no closure, quota window, waiter, request out or
+//! probe owed), and at most its capacity of them.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
+use std::time::SystemTime;
 
 use tokio::time::Instant;
 
+use super::answer::Admission;
 use super::report::Report;
-use super::state::{Admission, Gate};
+use super::state::Gate;
 use super::store::WindowStore;
 use super::time::Anchor;
 use crate::key::{BuildKeyHasher, Key};
@@ -20,7 +23,7 @@ pub(super) struct Registry {
     pub(super) capacity: usize,
     pub(super) store: Option<Arc<dyn WindowStore>>,
     /// How the store's wall-clock times map onto the gates' clock.
-    pub(super) clocks: Anchor,
+    clocks: Mutex<Anchor>,
 }
 
 impl Registry {
@@ -29,7 +32,7 @@ impl Registry {
             table: Mutex::new(Table::default()),
             capacity: capacity.max(1),
             store,
-            clocks: Anchor::now(),
+            clocks: Mutex::new(Anchor::now()),
         }
     }
 
@@ -37,6 +40,13 @@ impl Registry {
         // The table is only changed by short, panic-free sections: a poisoned lock still holds
         // consistent gates.
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// How the store's wall-clock times map onto the gates' clock now.
+    pub(super) fn clocks(&self) -> Anchor {
+        let mut clocks = self.clocks.lock().unwrap_or_else(PoisonError::into_inner);
+        *clocks = clocks.renewed(SystemTime::now(), std::time::Instant::now());
+        *clocks
     }
 
     /// Applies `change` to `key`'s gate, if it has one, and wakes whom the change freed once
@@ -131,13 +141,15 @@ impl Table {
 
 #[cfg(test)]
 mod tests {
+    use super::super::answer::Arrival;
     use super::super::quota::Quota;
-    use super::super::state::{Arrival, Terms};
+    use super::super::terms::Terms;
     use super::*;
     use std::time::Duration;
 
     const TERMS: Terms = Terms {
         metered: true,
+        cap: Duration::from_secs(60),
         probe_timeout: Duration::from_secs(10),
     };
 

@@ -10,12 +10,16 @@
 //!   wait behind it, then the gate opens for everyone.
 //! - A pace comes from a policy whose window is within the cap (a daily quota says how many
 //!   in a day, not how far apart), and lasts as long as that window from the response that
-//!   stated it: a pace never outlives what set it.
+//!   stated it: a pace never outlives what set it. A call is paced only if its layer respects
+//!   the quota and its cap covers the pace's window.
+//! - A probe out holds each waiter for that waiter's own `probe_timeout`, then it probes.
+//! - The probe after a spent window (not a 429) holds only calls that respect the quota.
 
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::terms::Terms;
 use super::time::after;
 
 /// The least spacing between two releases when the server's rate is unknown.
@@ -39,6 +43,8 @@ enum Phase {
 pub(crate) struct Pace {
     /// The policy's window divided by its quota.
     pub(crate) interval: Duration,
+    /// The policy's window.
+    pub(crate) window: Duration,
     /// The end of the window the policy was stated for.
     pub(crate) until: Instant,
 }
@@ -56,6 +62,9 @@ pub(super) enum Release {
 #[derive(Debug, Default)]
 pub(super) struct Reopening {
     phase: Phase,
+    /// The probe owed or out follows a spent window, not a 429: calls that do not respect
+    /// the quota are not held by it.
+    for_meters: bool,
     /// Whether the probe after the last closure came back healthy: the release has begun.
     releasing: bool,
     /// The calls still to leave under the release's rules before the gate opens.
@@ -64,29 +73,49 @@ pub(super) struct Reopening {
     pace: Option<Pace>,
     /// How many probes have gone: the last of them is the one out while probing.
     probes: u64,
-    /// When the last probe went, and when it stops holding the others back.
+    /// When the last probe went.
     probe_sent: Option<Instant>,
-    probe_deadline: Option<Instant>,
     /// How long the last probe took to come back: the time each release takes when the rate
     /// is unknown.
     round_trip: Duration,
 }
 
 impl Reopening {
-    /// The gate was closed (again): the next request out probes.
+    /// A 429 closed the gate (again): the next request out probes.
     pub(super) fn closed(&mut self) {
+        self.owe_probe(false);
+    }
+
+    /// A window the server said was spent has reset: unless a 429's reopening is under way,
+    /// the next request that respects the quota probes the new window.
+    pub(super) fn window_reset(&mut self) {
+        if self.phase == Phase::Open || self.for_meters {
+            self.owe_probe(true);
+        }
+    }
+
+    fn owe_probe(&mut self, for_meters: bool) {
         self.phase = Phase::Probe;
+        self.for_meters = for_meters;
         self.releasing = false;
         self.backlog = 0;
     }
 
-    /// Whether the next request may go, as far as the reopening is concerned; `quota_known`:
-    /// the server said how much is left, and up to that, calls go at once; `paced`: the call
-    /// follows the server's policy (its layer respects what the server reports).
-    pub(super) fn next(&self, now: Instant, quota_known: bool, paced: bool) -> Release {
+    /// Whether the reopening holds a call with `terms` at all.
+    fn holds(&self, terms: Terms) -> bool {
+        terms.metered || !self.for_meters
+    }
+
+    /// Whether the next request of a call with `terms` may go, as far as the reopening is
+    /// concerned; `quota_known`: the server said how much is left, and up to that, calls go
+    /// at once.
+    pub(super) fn next(&self, now: Instant, quota_known: bool, terms: Terms) -> Release {
+        if !self.holds(terms) {
+            return Release::Go { probe: false };
+        }
         match self.phase {
-            // Until the probe comes back, or its time is up: then the next one probes.
-            Phase::Probing => match self.probe_deadline {
+            // Until the probe comes back, or the call's time for it is up: then it probes.
+            Phase::Probing => match self.probe_deadline(terms) {
                 Some(deadline) if deadline > now => Release::At(deadline),
                 _ => Release::Go { probe: true },
             },
@@ -95,8 +124,8 @@ impl Reopening {
             Phase::Releasing if quota_known => Release::Go { probe: false },
             Phase::Releasing => {
                 // At its policy's rate; or, knowing nothing, one at a time.
-                let pace = self.pace.filter(|pace| paced && pace.until > now);
-                let spacing = pace.map_or(SPACING, |pace| pace.interval.max(SPACING));
+                let pace = self.pace_for(now, terms);
+                let spacing = pace.unwrap_or(SPACING);
                 match self.last_release.map(|last| last + spacing) {
                     Some(at) if at > now => Release::At(at),
                     _ => Release::Go {
@@ -107,27 +136,35 @@ impl Reopening {
         }
     }
 
-    /// A request went at `now`, as a probe or not; a probe may stay unanswered for `timeout`
-    /// before the next one goes. Which probe it is, if it is one.
-    pub(super) fn admitted(&mut self, probe: bool, now: Instant, timeout: Duration) -> Option<u64> {
-        if self.phase == Phase::Open {
+    /// A request of a call with `terms` went at `now`, as a probe or not. Which probe it is,
+    /// if it is one.
+    pub(super) fn admitted(&mut self, probe: bool, now: Instant, terms: Terms) -> Option<u64> {
+        if self.phase == Phase::Open || !self.holds(terms) {
             return None;
         }
         self.last_release = Some(now);
-        if self.phase == Phase::Releasing {
+        if self.releasing {
             self.backlog = self.backlog.saturating_sub(1);
         }
         if probe {
             self.phase = Phase::Probing;
             self.probes += 1;
             self.probe_sent = Some(now);
-            self.probe_deadline = Some(after(now, timeout));
             return Some(self.probes);
         }
         if self.backlog == 0 {
             self.phase = Phase::Open;
         }
         None
+    }
+
+    /// Waiters left (dropped, or out of budget): `waiting` remain. The release ends when the
+    /// calls it releases are gone, whichever way they went.
+    pub(super) fn left(&mut self, waiting: usize) {
+        self.backlog = self.backlog.min(waiting);
+        if self.phase == Phase::Releasing && self.backlog == 0 {
+            self.phase = Phase::Open;
+        }
     }
 
     /// The probe out came back at `now`: refused, or healthy with `waiting` calls behind it.
@@ -172,48 +209,58 @@ impl Reopening {
         self.phase == Phase::Probe
     }
 
-    /// From `at` on, when the first call waiting could go at the earliest, and how far apart
-    /// those behind it follow: an estimate for a waiting call (it may go sooner, if an answer
-    /// comes sooner). `quota_known` and `paced` as for [`next`](Self::next).
+    /// From `at` on, when the first call with `terms` waiting could go at the earliest, and how
+    /// far apart those behind it follow: an estimate for a waiting call (it may go sooner, if
+    /// an answer comes sooner). `quota_known` as for [`next`](Self::next).
     pub(super) fn schedule(
         &self,
         at: Instant,
         quota_known: bool,
-        paced: bool,
+        terms: Terms,
     ) -> (Instant, Duration) {
-        let pace = self
-            .pace
-            .filter(|pace| paced && pace.until > at)
-            .map(|pace| pace.interval.max(SPACING));
+        if !self.holds(terms) {
+            return (at, Duration::ZERO);
+        }
+        let pace = self.pace_for(at, terms);
         let one_at_a_time = self.round_trip.max(SPACING);
-        let step = if quota_known {
-            Duration::ZERO
-        } else {
-            pace.unwrap_or(one_at_a_time)
+        let step = match pace {
+            _ if quota_known => Duration::ZERO,
+            Some(interval) => interval,
+            None => one_at_a_time,
+        };
+        let after_last = |spacing| {
+            self.last_release
+                .map_or(at, |last| (last + spacing).max(at))
         };
         match self.phase {
             Phase::Open => (at, Duration::ZERO),
             Phase::Probe => (at, step),
             Phase::Probing => (
-                self.probe_deadline.map_or(at, |deadline| deadline.max(at)),
+                self.probe_deadline(terms)
+                    .map_or(at, |deadline| deadline.max(at)),
                 step,
             ),
-            Phase::Releasing => {
-                let after_last = |spacing| {
-                    self.last_release
-                        .map_or(at, |last| (last + spacing).max(at))
-                };
-                match pace {
-                    _ if quota_known => (at, Duration::ZERO),
-                    Some(interval) => (after_last(interval), interval),
-                    None => (after_last(SPACING), one_at_a_time),
-                }
-            }
+            Phase::Releasing if quota_known => (at, Duration::ZERO),
+            Phase::Releasing => (after_last(pace.unwrap_or(SPACING)), step),
         }
     }
 
     /// The server's policy, as the latest response stated it.
     pub(super) fn pace(&mut self, pace: Pace) {
         self.pace = Some(pace);
+    }
+
+    /// The spacing the server's policy asks of a call with `terms` at `now`: none if its layer
+    /// does not respect the quota, if its cap does not cover the policy's window, or if the
+    /// window the policy was stated for is over.
+    fn pace_for(&self, now: Instant, terms: Terms) -> Option<Duration> {
+        self.pace
+            .filter(|pace| terms.metered && pace.until > now && pace.window <= terms.cap)
+            .map(|pace| pace.interval.max(SPACING))
+    }
+
+    /// When the probe out stops holding a call with `terms`.
+    fn probe_deadline(&self, terms: Terms) -> Option<Instant> {
+        self.probe_sent.map(|sent| after(sent, terms.probe_timeout))
     }
 }

@@ -5,6 +5,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::state::Gate;
+use super::terms::Terms;
 
 /// A key's gate as it stands now.
 ///
@@ -30,7 +31,7 @@ impl GateSnapshot {
     pub(super) fn of(gate: &Gate, now: Instant) -> Self {
         let quota = gate.quota(now);
         GateSnapshot {
-            closed_for: gate.closed_for(now, true),
+            closed_for: gate.closed_for(now, Terms::EVERYTHING),
             remaining: quota.map(|quota| quota.remaining),
             reset_in: quota.map(|quota| quota.reset_at - now),
             waiters: gate.waiters(),

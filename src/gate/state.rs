@@ -18,65 +18,17 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::answer::{Admission, Arrival, Hold};
 use super::queue::Queue;
 use super::quota::{Quota, fold};
 use super::release::{Release, Reopening};
 use super::report::Report;
+use super::terms::Terms;
+use super::time::after;
 
 /// How long a gate that owes a probe is remembered after its closure ended, with nobody
 /// waiting: long enough for calls arriving soon after to be let out one at a time.
 const PROBE_MEMORY: Duration = Duration::from_secs(60);
-
-/// How a request was let through, as its response must be recorded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Admission {
-    /// The gate's epoch when it went: its answer speaks of the window of that epoch.
-    pub(crate) epoch: u64,
-    /// A probe, and which: nothing else goes until it comes back, or its time is up.
-    pub(crate) probe: Option<u64>,
-    /// It counts in `in_flight` (the gate existed when it was let through).
-    pub(crate) counted: bool,
-}
-
-impl Admission {
-    /// Let through without a gate to count it.
-    pub(crate) const UNCOUNTED: Admission = Admission {
-        epoch: 0,
-        probe: None,
-        counted: false,
-    };
-}
-
-/// What a call's layer asks of the gate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Terms {
-    /// The call respects the quota and pace the server reported.
-    pub(crate) metered: bool,
-    /// How long a probe it sends may stay unanswered before the next waiter probes.
-    pub(crate) probe_timeout: Duration,
-}
-
-/// What a call meets on arriving at a gate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Arrival {
-    /// It goes now.
-    Admitted(Admission),
-    /// It waits in its queue, with this id.
-    Queued(u64),
-    /// The gate stays closed to it for longer than it may wait.
-    Beyond(Duration),
-}
-
-/// Where a call stands whose next attempt must wait at least a given time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Hold {
-    /// The gate is closed at least that long: the call waits in the queue, with this id.
-    Queued(u64),
-    /// The gate is closed for longer than the call may still wait.
-    Beyond(Duration),
-    /// The gate does not hold the wait: the call sleeps it itself.
-    Free,
-}
 
 /// The state of one key's gate.
 #[derive(Default)]
@@ -105,20 +57,24 @@ impl Gate {
     /// queue, or turned away if the gate stays closed to it longer than that.
     pub(crate) fn arrive(&mut self, now: Instant, terms: Terms, budget: Duration) -> Arrival {
         if self.queue(terms.metered).len() == 0 {
-            if let Release::Go { probe } = self.release(now, terms.metered) {
+            if let Release::Go { probe } = self.release(now, terms) {
                 return Arrival::Admitted(self.admit(probe, now, terms));
             }
         }
-        match self.closed_for(now, terms.metered) {
-            Some(closed_for) if closed_for > budget => Arrival::Beyond(closed_for),
-            _ => Arrival::Queued(self.queue(terms.metered).push()),
+        match self.queue_within(now, budget, terms) {
+            Ok(id) => Arrival::Queued(id),
+            Err(closed_for) => Arrival::Beyond(closed_for),
         }
     }
 
-    /// How long a call arriving now would wait at least: until the gate reopens (for a call
-    /// that does not respect the quota, until a 429's closure ends).
-    pub(crate) fn closed_for(&self, now: Instant, metered: bool) -> Option<Duration> {
-        let spent_until = self.spent_until().filter(|_| metered);
+    /// How long a call with `terms` arriving now would wait at least: until the gate reopens
+    /// to it (for a call that does not respect the quota, until a 429's closure ends; for a
+    /// spent window resetting beyond its cap, not at all).
+    pub(crate) fn closed_for(&self, now: Instant, terms: Terms) -> Option<Duration> {
+        let spent_until = self
+            .quota_within(now, terms)
+            .filter(Quota::is_spent)
+            .map(|quota| quota.reset_at);
         self.closed_until
             .max(spent_until)
             .filter(|until| *until > now)
@@ -141,7 +97,7 @@ impl Gate {
             return Ok(self.admission(None));
         };
         let look_again = if position == 0 {
-            match self.release(now, terms.metered) {
+            match self.release(now, terms) {
                 Release::Go { probe } => {
                     self.queue(terms.metered).pop_head();
                     let admission = self.admit(probe, now, terms);
@@ -157,58 +113,72 @@ impl Gate {
         Err(look_again)
     }
 
-    /// How long until the gate could let waiter `id` through, at the earliest it can tell: the
-    /// closure, a spent window or a quota all out, a probe out, and the pace of those ahead.
-    /// `None` if it is not waiting.
-    pub(crate) fn estimate(&self, now: Instant, id: u64, metered: bool) -> Option<Duration> {
-        let queue = if metered {
-            &self.metered
-        } else {
-            &self.unmetered
-        };
-        let ahead = u32::try_from(queue.position(id)?).unwrap_or(u32::MAX);
+    /// How long until the gate could let waiter `id`, a call with `terms`, through, at the
+    /// earliest it can tell: the closure, a spent window or a quota all out, a probe out, and
+    /// the pace of those ahead. `None` if it is not waiting.
+    pub(crate) fn estimate(&self, now: Instant, id: u64, terms: Terms) -> Option<Duration> {
+        let ahead = u32::try_from(self.waiting(terms.metered).position(id)?).unwrap_or(u32::MAX);
         let mut at = self
             .closed_until
             .filter(|until| *until > now)
             .unwrap_or(now);
-        let quota = self.quota(at).filter(|_| metered);
+        let quota = self.quota_within(at, terms);
         if let Some(quota) = quota.filter(|quota| quota.remaining <= u64::from(self.in_flight)) {
             at = at.max(quota.reset_at);
         }
-        let (head, step) =
-            self.reopening
-                .schedule(at, metered && self.quota(at).is_some(), metered);
+        let quota_known = self.quota_within(at, terms).is_some();
+        let (head, step) = self.reopening.schedule(at, quota_known, terms);
         Some((head + step.saturating_mul(ahead)).saturating_duration_since(now))
     }
 
-    /// A call whose next attempt must wait `wait`, with `budget` left, waits in its queue if
-    /// the gate is closed to it at least that long, with every other call on the key.
+    /// A call with `terms` whose next attempt must wait `wait`, with `budget` left, waits in
+    /// its queue if the gate is closed to it at least that long, with every other call on the
+    /// key.
     pub(crate) fn hold(
         &mut self,
         now: Instant,
         wait: Duration,
         budget: Duration,
-        metered: bool,
+        terms: Terms,
     ) -> Hold {
-        match self.closed_for(now, metered) {
-            Some(closed_for) if closed_for > budget => Hold::Beyond(closed_for),
-            Some(closed_for) if closed_for >= wait => Hold::Queued(self.queue(metered).push()),
-            _ => Hold::Free,
+        if self
+            .closed_for(now, terms)
+            .is_none_or(|closed_for| closed_for < wait)
+        {
+            return Hold::Free;
+        }
+        match self.queue_within(now, budget, terms) {
+            Ok(id) => Hold::Queued(id),
+            Err(closed_for) => Hold::Beyond(closed_for),
+        }
+    }
+
+    /// Queues a call with `terms` that may wait `budget`, unless the gate stays closed to it
+    /// longer: then how long.
+    fn queue_within(
+        &mut self,
+        now: Instant,
+        budget: Duration,
+        terms: Terms,
+    ) -> Result<u64, Duration> {
+        match self.closed_for(now, terms) {
+            Some(closed_for) if closed_for > budget => Err(closed_for),
+            _ => Ok(self.queue(terms.metered).push()),
         }
     }
 
     /// The waiter `id` gives up (its call was dropped, or its budget ran out).
     pub(crate) fn leave(&mut self, id: u64, metered: bool) {
-        if self.queue(metered).leave(id) {
+        let was_head = self.queue(metered).leave(id);
+        self.reopening.left(self.waiters());
+        if was_head {
             self.wake_heads();
         }
     }
 
     /// A response came back with `report`, for a request let through as `admitted`.
     pub(crate) fn answered(&mut self, admitted: Admission, report: Report, now: Instant) {
-        if admitted.counted {
-            self.in_flight = self.in_flight.saturating_sub(1);
-        }
+        self.returned(admitted);
         if self.is_current_probe(admitted) {
             let waiting = self.waiters();
             self.reopening.probe_answered(report.refused, waiting, now);
@@ -225,9 +195,7 @@ impl Gate {
     /// A request let through as `admitted` ended without a response (dropped, or a transport
     /// error): that says nothing about the limit, so a probe is owed again.
     pub(crate) fn abandoned(&mut self, admitted: Admission) {
-        if admitted.counted {
-            self.in_flight = self.in_flight.saturating_sub(1);
-        }
+        self.returned(admitted);
         if self.is_current_probe(admitted) {
             self.reopening.probe_lost();
         }
@@ -259,7 +227,7 @@ impl Gate {
         self.waiters() > 0
             || self.in_flight > 0
             || self.reopening.is_probing()
-            || self.closed_for(now, true).is_some()
+            || self.closed_for(now, Terms::EVERYTHING).is_some()
     }
 
     /// How many calls wait.
@@ -308,60 +276,63 @@ impl Gate {
     }
 
     /// Closes the gate until `until`, unless it is closed longer already; a closure that moves
-    /// the reopening later owes a probe.
+    /// the reopening later owes a probe, and what was let through before speaks of another
+    /// epoch.
     fn close_until(&mut self, until: Instant) {
         if Some(until) > self.closed_until {
             self.closed_until = Some(until);
-            self.reopen_with_a_probe();
+            self.reopening.closed();
+            self.epoch += 1;
         }
     }
 
-    /// The next request out probes, and what was let through before speaks of another epoch.
-    fn reopen_with_a_probe(&mut self) {
-        self.reopening.closed();
-        self.epoch += 1;
-    }
-
-    /// The reset of a window the server said is spent.
-    fn spent_until(&self) -> Option<Instant> {
-        self.quota
-            .filter(Quota::is_spent)
-            .map(|quota| quota.reset_at)
+    /// The quota as last reported, if its window resets within the cap of a call with `terms`
+    /// (a longer one is not held against it, as an instruction over its cap would not be).
+    fn quota_within(&self, now: Instant, terms: Terms) -> Option<Quota> {
+        let horizon = after(now, terms.cap);
+        self.quota(now)
+            .filter(|quota| terms.metered && quota.reset_at <= horizon)
     }
 
     /// The reset of a window whose every unit the server said remains is taken by a request
     /// still out. Their answers may give some back (they come back in any order, so the
     /// lowest figure can run ahead of them): the gate waits for them, or for the reset,
     /// whichever comes first; it does not close.
-    fn all_out_until(&self) -> Option<Instant> {
-        self.quota
-            .filter(|quota| quota.remaining <= u64::from(self.in_flight))
-            .map(|quota| quota.reset_at)
+    fn all_out_until(&self, quota: Quota) -> Option<Instant> {
+        (quota.remaining <= u64::from(self.in_flight)).then_some(quota.reset_at)
     }
 
-    /// Whether the next request of a call that respects the quota (`metered`), or of one that
-    /// does not, may go now, and on what terms.
-    fn release(&mut self, now: Instant, metered: bool) -> Release {
+    /// Whether the next request of a call with `terms` may go now, and on what terms.
+    fn release(&mut self, now: Instant, terms: Terms) -> Release {
         if let Some(until) = self.closed_until.filter(|until| *until > now) {
             return Release::At(until);
-        }
-        if !metered {
-            return self.reopening.next(now, false, false);
         }
         if let Some(over) = self.quota.filter(|quota| quota.reset_at <= now) {
             self.quota = None;
             if over.is_spent() {
                 // A spent window has reset: the new window's first request probes.
-                self.reopen_with_a_probe();
+                self.reopening.window_reset();
+                self.epoch += 1;
             }
         }
-        if let Some(reset_at) = self.spent_until() {
-            return Release::At(reset_at);
+        let quota = self.quota_within(now, terms);
+        if let Some(quota) = quota {
+            if quota.is_spent() {
+                return Release::At(quota.reset_at);
+            }
+            if let Some(reset_at) = self.all_out_until(quota) {
+                return Release::At(reset_at);
+            }
         }
-        if let Some(reset_at) = self.all_out_until() {
-            return Release::At(reset_at);
+        self.reopening.next(now, quota.is_some(), terms)
+    }
+
+    fn waiting(&self, metered: bool) -> &Queue {
+        if metered {
+            &self.metered
+        } else {
+            &self.unmetered
         }
-        self.reopening.next(now, self.quota.is_some(), true)
     }
 
     fn queue(&mut self, metered: bool) -> &mut Queue {
@@ -374,8 +345,16 @@ impl Gate {
 
     fn admit(&mut self, probe: bool, now: Instant, terms: Terms) -> Admission {
         self.in_flight += 1;
-        let probe = self.reopening.admitted(probe, now, terms.probe_timeout);
+        let probe = self.reopening.admitted(probe, now, terms);
         self.admission(probe)
+    }
+
+    /// A request let through as `admitted` is no longer out.
+    fn returned(&mut self, admitted: Admission) {
+        if admitted.counted {
+            debug_assert!(self.in_flight > 0, "a request counted out twice");
+            self.in_flight = self.in_flight.saturating_sub(1);
+        }
     }
 
     fn admission(&self, probe: Option<u64>) -> Admission {
@@ -416,6 +395,7 @@ mod tests {
     /// The terms of a call through a layer with the default settings.
     const TERMS: Terms = Terms {
         metered: true,
+        cap: Duration::from_secs(60),
         probe_timeout: Duration::from_secs(10),
     };
 
@@ -469,6 +449,7 @@ mod tests {
     fn paced(interval: Duration, now: Instant) -> Option<Pace> {
         Some(Pace {
             interval,
+            window: 60 * SECOND,
             until: now + 60 * SECOND,
         })
     }
@@ -567,9 +548,9 @@ mod tests {
         let mut gate = closed_gate(now, 10 * SECOND);
         assert_eq!(gate.come(now), Err(0));
         gate.learn(closed(now + SECOND), now);
-        assert_eq!(gate.closed_for(now, true), Some(10 * SECOND));
+        assert_eq!(gate.closed_for(now, Terms::EVERYTHING), Some(10 * SECOND));
         gate.learn(closed(now + 20 * SECOND), now);
-        assert_eq!(gate.closed_for(now, true), Some(20 * SECOND));
+        assert_eq!(gate.closed_for(now, Terms::EVERYTHING), Some(20 * SECOND));
     }
 
     #[test]
@@ -716,7 +697,7 @@ mod tests {
         let mut gate = Gate::new();
         let admitted = gate.come(now).unwrap();
         gate.answered(admitted, quota(0, now + 30 * SECOND), now);
-        assert_eq!(gate.closed_for(now, true), Some(30 * SECOND));
+        assert_eq!(gate.closed_for(now, Terms::EVERYTHING), Some(30 * SECOND));
         let (_, waker) = waker();
         let id = gate.come(now).unwrap_err();
         assert_eq!(
@@ -742,7 +723,7 @@ mod tests {
         for (admission, left) in gone.into_iter().zip([2, 1, 0]) {
             gate.answered(admission, quota(left, now + 10 * SECOND), now);
         }
-        assert_eq!(gate.closed_for(now, true), Some(10 * SECOND));
+        assert_eq!(gate.closed_for(now, Terms::EVERYTHING), Some(10 * SECOND));
     }
 
     #[test]
@@ -757,7 +738,11 @@ mod tests {
         // the five answers still out.
         gate.answered(out[5], quota(2, now + 10 * SECOND), now);
         let id = gate.come(now).unwrap_err();
-        assert_eq!(gate.closed_for(now, true), None, "busy, not closed");
+        assert_eq!(
+            gate.closed_for(now, Terms::EVERYTHING),
+            None,
+            "busy, not closed"
+        );
         assert_eq!(
             gate.poll_waiter(id, now, &waker, TERMS),
             Err(Some(now + 10 * SECOND)),
@@ -824,15 +809,15 @@ mod tests {
         let mut gate = Gate::new();
         gate.learn(quota(1, now + 4 * SECOND), now);
         gate.learn(quota(0, now + 5 * SECOND), now);
-        assert_eq!(gate.closed_for(now, true), Some(5 * SECOND));
+        assert_eq!(gate.closed_for(now, Terms::EVERYTHING), Some(5 * SECOND));
         gate.learn(quota(0, now + 4 * SECOND + SECOND / 2), now);
-        assert_eq!(gate.closed_for(now, true), Some(5 * SECOND));
+        assert_eq!(gate.closed_for(now, Terms::EVERYTHING), Some(5 * SECOND));
         // An answer from earlier in the window, still with room, changes nothing.
         gate.learn(quota(2, now + 4 * SECOND), now);
-        assert_eq!(gate.closed_for(now, true), Some(5 * SECOND));
+        assert_eq!(gate.closed_for(now, Terms::EVERYTHING), Some(5 * SECOND));
         // A later reset that says spent moves the hold out.
         gate.learn(quota(0, now + 6 * SECOND), now);
-        assert_eq!(gate.closed_for(now, true), Some(6 * SECOND));
+        assert_eq!(gate.closed_for(now, Terms::EVERYTHING), Some(6 * SECOND));
     }
 
     #[test]
@@ -841,7 +826,7 @@ mod tests {
         let mut gate = Gate::new();
         gate.learn(quota(0, now + SECOND), now);
         gate.learn(quota(30, now + 50 * SECOND), now);
-        assert_eq!(gate.closed_for(now, true), Some(SECOND));
+        assert_eq!(gate.closed_for(now, Terms::EVERYTHING), Some(SECOND));
         // Once the spent window is over, the longer one is learned afresh.
         let later = now + 2 * SECOND;
         gate.learn(quota(30, later + 50 * SECOND), later);
@@ -855,7 +840,7 @@ mod tests {
         gate.learn(quota(40, now + 50 * SECOND), now);
         // The per-second quota is now the binding one, and it is spent.
         gate.learn(quota(0, now + SECOND), now);
-        assert_eq!(gate.closed_for(now, true), Some(SECOND));
+        assert_eq!(gate.closed_for(now, Terms::EVERYTHING), Some(SECOND));
         // A shorter window with room left changes nothing, tighter or not: a straggler from
         // the window before, or a meter not yet spent.
         let later = now + 2 * SECOND;
@@ -1010,8 +995,11 @@ mod tests {
     fn the_gate_is_open_at_the_instant_its_closure_ends() {
         let now = Instant::now();
         let gate = closed_gate(now, 2 * SECOND);
-        assert_eq!(gate.closed_for(now + 2 * SECOND - MS, true), Some(MS));
-        assert_eq!(gate.closed_for(now + 2 * SECOND, true), None);
+        assert_eq!(
+            gate.closed_for(now + 2 * SECOND - MS, Terms::EVERYTHING),
+            Some(MS)
+        );
+        assert_eq!(gate.closed_for(now + 2 * SECOND, Terms::EVERYTHING), None);
     }
 
     #[test]
@@ -1019,7 +1007,7 @@ mod tests {
         let now = Instant::now();
         let mut gate = Gate::new();
         gate.learn(closed(now), now);
-        assert_eq!(gate.closed_for(now, true), None);
+        assert_eq!(gate.closed_for(now, Terms::EVERYTHING), None);
         assert!(
             gate.come(now).unwrap().probe.is_none(),
             "the gate never closed: nothing to probe"
@@ -1154,6 +1142,7 @@ mod tests {
         let policy = Report {
             pace: Some(Pace {
                 interval: 10 * SECOND,
+                window: 20 * SECOND,
                 until: open + 5 * SECOND,
             }),
             ..HEALTHY
@@ -1229,7 +1218,7 @@ mod tests {
             Err(Some(now + 30 * SECOND))
         );
         assert_eq!(
-            gate.closed_for(now, false),
+            gate.closed_for(now, UNMETERED),
             None,
             "no closure was made of it"
         );
@@ -1273,14 +1262,14 @@ mod tests {
     fn a_waiter_is_told_when_the_gate_could_let_it_through() {
         let (now, mut gate, waker, ids) = closed_with_waiters(2 * SECOND, 4);
         assert_eq!(
-            gate.estimate(now, ids[0], true),
+            gate.estimate(now, ids[0], TERMS),
             Some(2 * SECOND),
             "the closure"
         );
         // Behind the probe, each waits for the one ahead to come back.
         let (probe, open) = gate.go(ids[0], now, &waker);
         assert_eq!(
-            gate.estimate(open, ids[1], true),
+            gate.estimate(open, ids[1], TERMS),
             Some(TERMS.probe_timeout),
             "the probe may hold the gate that long"
         );
@@ -1295,14 +1284,14 @@ mod tests {
         );
         // Paced: the head a second after the probe went, each behind it a second later.
         assert_eq!(
-            gate.estimate(answered, ids[1], true),
+            gate.estimate(answered, ids[1], TERMS),
             Some(SECOND - 50 * MS)
         );
         assert_eq!(
-            gate.estimate(answered, ids[3], true),
+            gate.estimate(answered, ids[3], TERMS),
             Some(3 * SECOND - 50 * MS)
         );
-        assert_eq!(gate.estimate(answered, 99, true), None, "not waiting");
+        assert_eq!(gate.estimate(answered, 99, TERMS), None, "not waiting");
     }
 
     #[test]
@@ -1312,8 +1301,8 @@ mod tests {
         gate.answered(probe, HEALTHY, open + 200 * MS);
         let at = open + 200 * MS;
         // The head goes a millisecond after the last release; the next a round trip later.
-        assert_eq!(gate.estimate(at, ids[1], true), Some(Duration::ZERO));
-        assert_eq!(gate.estimate(at, ids[2], true), Some(200 * MS));
+        assert_eq!(gate.estimate(at, ids[1], TERMS), Some(Duration::ZERO));
+        assert_eq!(gate.estimate(at, ids[2], TERMS), Some(200 * MS));
     }
 
     #[test]
@@ -1341,8 +1330,136 @@ mod tests {
         let open = now + SECOND;
         let probe = gate.poll_waiter(ids[0], open, &waker, patient).unwrap();
         assert!(probe.probe.is_some());
-        assert!(gate.estimate(open, ids[1], true).unwrap() > 1000 * 86_400 * SECOND);
+        assert!(gate.estimate(open, ids[1], patient).unwrap() > 1000 * 86_400 * SECOND);
+        assert_eq!(
+            gate.poll_waiter(ids[1], open, &waker, patient),
+            Err(Some(after(open, Duration::MAX)))
+        );
         gate.answered(probe, HEALTHY, open);
         assert_eq!(gate.in_flight(), 0);
+    }
+
+    #[test]
+    fn the_release_ends_when_the_calls_it_releases_have_left() {
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 5);
+        let (probe, open) = gate.go(ids[0], now, &waker);
+        gate.answered(probe, HEALTHY, open);
+        // The four behind the probe are the backlog; they are dropped, or run out of time.
+        for id in &ids[1..] {
+            gate.leave(*id, true);
+        }
+        let late = gate.come(open).expect("the gate is open again");
+        assert!(late.probe.is_none(), "not released one at a time");
+    }
+
+    #[test]
+    fn a_probe_sent_for_another_that_hung_counts_in_the_release() {
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 3);
+        let (probe, open) = gate.go(ids[0], now, &waker);
+        gate.answered(probe, HEALTHY, open);
+        // Knowing no rate, the two behind leave one at a time; the first of them hangs.
+        let (hung, first) = gate.go(ids[1], open, &waker);
+        let (last, second) = gate.go(ids[2], first, &waker);
+        assert_eq!(second, first + TERMS.probe_timeout);
+        gate.answered(last, HEALTHY, second);
+        assert!(
+            gate.come(second).unwrap().probe.is_none(),
+            "the release is over"
+        );
+        gate.answered(hung, HEALTHY, second);
+    }
+
+    #[test]
+    fn the_probe_after_a_spent_window_never_holds_calls_that_do_not_respect_it() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let (_, waker) = waker();
+        gate.learn(quota(0, now + 30 * SECOND), now);
+        let reset = now + 30 * SECOND;
+        let probe = gate.come(reset).unwrap();
+        assert!(
+            probe.probe.is_some(),
+            "the new window's first request probes"
+        );
+        let free = gate.arrive_as(reset, UNMETERED).unwrap();
+        assert!(free.probe.is_none(), "not held by it, and no probe of it");
+        let held = gate.come(reset).unwrap_err();
+        assert_eq!(
+            gate.poll_waiter(held, reset, &waker, TERMS),
+            Err(Some(reset + TERMS.probe_timeout)),
+            "calls that respect the quota still wait for the probe"
+        );
+        gate.answered(free, HEALTHY, reset);
+        gate.answered(probe, quota(9, reset + 30 * SECOND), reset);
+        assert!(gate.poll_waiter(held, reset, &waker, TERMS).is_ok());
+    }
+
+    /// The terms of a call through a layer that takes waits of up to a day from the server.
+    const A_DAY: Terms = Terms {
+        cap: Duration::from_secs(86_400),
+        ..TERMS
+    };
+
+    #[test]
+    fn a_spent_window_resetting_beyond_a_calls_cap_never_holds_it() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        gate.learn(quota(0, now + 3600 * SECOND), now);
+        assert_eq!(gate.closed_for(now, TERMS), None, "beyond a minute's cap");
+        assert_eq!(gate.closed_for(now, A_DAY), Some(3600 * SECOND));
+        assert!(gate.come(now).is_ok());
+        assert!(matches!(
+            gate.arrive(now, A_DAY, 7200 * SECOND),
+            Arrival::Queued(_)
+        ));
+    }
+
+    #[test]
+    fn a_pace_from_a_window_beyond_a_calls_cap_never_paces_it() {
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 3);
+        let (probe, open) = gate.go(ids[0], now, &waker);
+        let daily = Pace {
+            interval: 17 * SECOND,
+            window: 86_400 * SECOND,
+            until: open + 86_400 * SECOND,
+        };
+        let policy = Report {
+            pace: Some(daily),
+            ..HEALTHY
+        };
+        gate.answered(probe, policy, open);
+        // A layer that takes a day from the server is paced by the daily policy...
+        assert_eq!(
+            gate.poll_waiter(ids[1], open, &waker, A_DAY),
+            Err(Some(open + 17 * SECOND))
+        );
+        // ...one that takes a minute is not: it knows no rate it may keep to.
+        let next = gate
+            .poll_waiter(ids[1], open + SPACING, &waker, TERMS)
+            .unwrap();
+        assert!(next.probe.is_some());
+    }
+
+    #[test]
+    fn each_waiter_gives_the_probe_out_its_own_time() {
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 2);
+        let (_hung, open) = gate.go(ids[0], now, &waker);
+        let hasty = Terms {
+            probe_timeout: 2 * SECOND,
+            ..TERMS
+        };
+        assert_eq!(
+            gate.poll_waiter(ids[1], open, &waker, hasty),
+            Err(Some(open + 2 * SECOND))
+        );
+        assert_eq!(
+            gate.poll_waiter(ids[1], open + 2 * SECOND, &waker, TERMS),
+            Err(Some(open + TERMS.probe_timeout)),
+            "a waiter with the default timeout waits longer"
+        );
+        let probe = gate
+            .poll_waiter(ids[1], open + 2 * SECOND, &waker, hasty)
+            .unwrap();
+        assert!(probe.probe.is_some());
     }
 }

@@ -8,9 +8,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::Gates;
+use super::answer::{Admission, Hold};
 use super::report::Report;
-use super::state::{Admission, Hold, Terms};
 use super::store::Window;
+use super::terms::Terms;
 use crate::key::Key;
 use crate::throttled::Throttled;
 
@@ -64,14 +65,14 @@ impl Pass {
         let hold = retry
             .and_then(|retry| {
                 let gate = table.gates.get_mut(&self.key)?;
-                Some(gate.hold(now, retry.wait, retry.budget, self.terms.metered))
+                Some(gate.hold(now, retry.wait, retry.budget, self.terms))
             })
             .unwrap_or(Hold::Free);
         drop(table);
         wakes.into_iter().for_each(Waker::wake);
         let worth_sharing = report.closed_until.is_some() || report.quota.is_some();
         if let Some(store) = registry.store.as_ref().filter(|_| worth_sharing) {
-            store.merge(&self.key, Window::from_report(report, &registry.clocks));
+            store.merge(&self.key, Window::from_report(report, &registry.clocks()));
         }
         match hold {
             Hold::Queued(id) => Held::Waiting(Place::new(
@@ -146,7 +147,7 @@ impl Place {
     pub(crate) fn estimate(&self, now: Instant) -> Duration {
         let table = self.gates.registry.lock();
         let gate = table.gates.get(&self.key);
-        gate.and_then(|gate| gate.estimate(now, self.id, self.terms.metered))
+        gate.and_then(|gate| gate.estimate(now, self.id, self.terms))
             .unwrap_or_default()
     }
 

@@ -14,22 +14,46 @@ pub(crate) fn after(at: Instant, wait: Duration) -> Instant {
     at + wait.min(FAR)
 }
 
-/// One pairing of the two clocks, read once for a set of gates. Every conversion goes through
-/// it, so the same wall-clock time always becomes the same instant: converting against fresh
-/// readings of both clocks lands a little later or earlier each time, and a closure that moves
-/// later, even by nanoseconds, is a new closure (a new epoch, another probe).
+/// How far the wall clock may move from the monotonic one before the pairing is read again:
+/// more than any slewing, less than any step or suspend worth noticing.
+const MOST_DRIFT: Duration = Duration::from_secs(1);
+
+/// One pairing of the two clocks for a set of gates. Every conversion goes through it, so the
+/// same wall-clock time always becomes the same instant: converting against fresh readings of
+/// both clocks lands a little later or earlier each time, and a closure that moves later, even
+/// by nanoseconds, is a new closure (a new epoch, another probe). It is read again only when
+/// the real clocks have drifted apart (a suspend, a step of the wall clock), since a stale
+/// pairing would place other processes' times early or late by the drift.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Anchor {
     instant: Instant,
     wall: SystemTime,
+    // The real monotonic clock: tokio's may be paused (in tests), the real clocks are not.
+    real: std::time::Instant,
 }
 
 impl Anchor {
-    /// The two clocks, read now.
+    /// The clocks, read now.
     pub(super) fn now() -> Self {
         Anchor {
             instant: Instant::now(),
             wall: SystemTime::now(),
+            real: std::time::Instant::now(),
+        }
+    }
+
+    /// This pairing, or a fresh one if the wall clock has moved from the monotonic one by more
+    /// than [`MOST_DRIFT`] since it was read (`wall` and `real` are the clocks now).
+    pub(super) fn renewed(self, wall: SystemTime, real: std::time::Instant) -> Self {
+        let expected = self.wall + real.saturating_duration_since(self.real);
+        let drift = match wall.duration_since(expected) {
+            Ok(ahead) => ahead,
+            Err(behind) => behind.duration(),
+        };
+        if drift > MOST_DRIFT {
+            Anchor::now()
+        } else {
+            self
         }
     }
 
@@ -85,5 +109,20 @@ mod tests {
         assert!(epoch <= anchor.instant);
         let earlier = anchor.instant - SECOND;
         assert_eq!(anchor.wall(earlier), anchor.wall - SECOND);
+    }
+
+    #[test]
+    fn the_pairing_is_read_again_only_when_the_clocks_drift_apart() {
+        let anchor = Anchor::now();
+        let real = anchor.real + 10 * SECOND;
+        let kept = anchor.renewed(anchor.wall + 10 * SECOND + SECOND / 2, real);
+        assert_eq!(
+            kept.wall, anchor.wall,
+            "half a second is slewing, not a step"
+        );
+        let suspended = anchor.renewed(anchor.wall + 70 * SECOND, real);
+        assert_ne!(suspended.wall, anchor.wall, "a minute's suspend");
+        let stepped_back = anchor.renewed(anchor.wall + 8 * SECOND, real);
+        assert_ne!(stepped_back.wall, anchor.wall, "a step back");
     }
 }

@@ -1,0 +1,46 @@
+//! What a gate answers a call: how its request was let through ([`Admission`]), what it met on
+//! arriving ([`Arrival`]), and what a retry meets that must wait ([`Hold`]).
+
+use std::time::Duration;
+
+/// How a request was let through, as its response must be recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Admission {
+    /// The gate's epoch when it went: its answer speaks of the window of that epoch.
+    pub(crate) epoch: u64,
+    /// A probe, and which: nothing else goes until it comes back, or its time is up.
+    pub(crate) probe: Option<u64>,
+    /// It counts in `in_flight` (the gate existed when it was let through).
+    pub(crate) counted: bool,
+}
+
+impl Admission {
+    /// Let through without a gate to count it.
+    pub(crate) const UNCOUNTED: Admission = Admission {
+        epoch: 0,
+        probe: None,
+        counted: false,
+    };
+}
+
+/// What a call meets on arriving at a gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Arrival {
+    /// It goes now.
+    Admitted(Admission),
+    /// It waits in its queue, with this id.
+    Queued(u64),
+    /// The gate stays closed to it for longer than it may wait.
+    Beyond(Duration),
+}
+
+/// Where a call stands whose next attempt must wait at least a given time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Hold {
+    /// The gate is closed at least that long: the call waits in the queue, with this id.
+    Queued(u64),
+    /// The gate is closed for longer than the call may still wait.
+    Beyond(Duration),
+    /// The gate does not hold the wait: the call sleeps it itself.
+    Free,
+}

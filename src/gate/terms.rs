@@ -1,0 +1,26 @@
+//! [`Terms`]: what a call's layer asks of the gate. Layers with different settings may share
+//! one set of gates; each call is held only by what its own layer's settings say to respect.
+
+use std::time::Duration;
+
+/// What a call's layer asks of the gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Terms {
+    /// The call respects the quota and pace the server reported (`respect_remaining`).
+    pub(crate) metered: bool,
+    /// The longest wait the call's layer takes from the server (`retry_after_cap`): a spent
+    /// window resetting later, or a pace drawn from a longer window, does not hold it.
+    pub(crate) cap: Duration,
+    /// How long a probe out may stay unanswered before this call probes instead.
+    pub(crate) probe_timeout: Duration,
+}
+
+impl Terms {
+    /// What a call that respects everything the server said would meet: the gate as a
+    /// snapshot shows it, and as the registry weighs it.
+    pub(crate) const EVERYTHING: Terms = Terms {
+        metered: true,
+        cap: Duration::MAX,
+        probe_timeout: Duration::MAX,
+    };
+}
