@@ -339,6 +339,7 @@ mod tests {
         assert_eq!(token.to_string(), format!("credential:{fingerprint:016x}"));
         // The same in every process and build: processes sharing a store share the gate.
         assert_eq!(super::fingerprint(b""), 0xecba_3df2_c338_3c52);
+        assert_eq!(super::fingerprint(b"Bearer sk"), 0x1740_2608_1642_3fa0);
     }
 
     #[test]

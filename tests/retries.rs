@@ -360,6 +360,26 @@ async fn a_retry_the_service_cannot_take_ends_the_call_with_why() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_retry_the_service_cannot_take_after_a_transport_error_ends_with_that_error() {
+    let script = Script::new([Err("connection reset")]);
+    let service = ReadyOnce {
+        inner: script.service(),
+        calls: Arc::default(),
+    };
+    let error = RateLimitLayer::new()
+        .layer(service)
+        .oneshot(
+            Request::get("http://api.test/items")
+                .body(String::new())
+                .unwrap(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(error.to_string(), "connection reset");
+    assert_eq!(script.attempts().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_ungated_call_still_sleeps_out_the_servers_wait() {
     let script = Script::repeat(status(429, &[("retry-after", "2")]), 1);
     let layer = RateLimitLayer::new().key(|_: &http::request::Parts| None);

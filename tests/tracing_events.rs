@@ -133,6 +133,7 @@ async fn a_call_that_meets_a_closed_gate_says_so() {
     assert_eq!(at_gate.len(), 1, "{events:#?}");
     assert_eq!(at_gate[0]["key"], "https://api.test:8443");
     assert_eq!(at_gate[0]["will_retry"], "true");
+    assert_eq!(at_gate[0]["attempt"], "1", "its first attempt waits");
     let wait: u64 = at_gate[0]["wait_ms"].parse().unwrap();
     assert!((1900..=2200).contains(&wait), "{wait}");
 }
@@ -185,6 +186,15 @@ async fn a_uris_userinfo_never_reaches_an_event_or_an_error() {
         assert!(!format!("{event:?}").contains("hunter2"), "{event:?}");
         assert_eq!(event["key"], "https://api.test");
     }
+    let throttled = events
+        .iter()
+        .find(|event| event["reason"] == "Gate")
+        .unwrap();
+    assert_eq!(throttled["will_retry"], "false");
+    assert_eq!(
+        throttled["attempt"], "1",
+        "throttled before its first attempt"
+    );
 }
 
 /// Hole 13: a key made from a credential is shown as a fingerprint, never as the credential.
