@@ -65,18 +65,17 @@ impl Key {
         };
         // Userinfo is a credential, no part of the origin: it would be printed with the key.
         let text = authority.as_str();
-        let host_and_port = match text.bytes().rposition(|byte| byte == b'@') {
-            Some(at) => &text[at + 1..],
-            None => text,
+        let (host_and_port, had_userinfo) = match text.bytes().rposition(|byte| byte == b'@') {
+            Some(at) => (&text[at + 1..], true),
+            None => (text, false),
         };
         // Authorities compare without case; lowered once here, keys compare byte for byte.
-        let authority = if host_and_port.len() < authority.as_str().len()
-            || host_and_port.bytes().any(|byte| byte.is_ascii_uppercase())
-        {
-            host_and_port.to_ascii_lowercase().parse().ok()?
-        } else {
-            authority
-        };
+        let authority =
+            if had_userinfo || host_and_port.bytes().any(|byte| byte.is_ascii_uppercase()) {
+                host_and_port.to_ascii_lowercase().parse().ok()?
+            } else {
+                authority
+            };
         let scheme = request.uri.scheme().cloned();
         let hash = map_hash(|hasher| {
             hasher.write_u8(0);

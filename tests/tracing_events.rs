@@ -222,3 +222,52 @@ async fn a_credential_key_is_shown_as_a_fingerprint() {
         assert!(text.contains(&shown), "{text}");
     }
 }
+
+/// A retry that meets a gate another call closed for longer than it may wait: one event, for
+/// the retry (attempt 2), declined at the gate.
+#[tokio::test(start_paused = true)]
+async fn a_retry_throttled_at_the_gate_before_any_wait_says_so() {
+    let answered = Arc::new(Mutex::new(0));
+    let service = tower::service_fn(move |_request: Request<String>| {
+        let answered = answered.clone();
+        async move {
+            let nth = {
+                let mut count = answered.lock().unwrap();
+                *count += 1;
+                *count
+            };
+            let (wait, latency) = if nth == 1 { ("5", 10) } else { ("300", 0) };
+            tokio::time::sleep(Duration::from_millis(latency)).await;
+            let response = Response::builder().status(429).header("retry-after", wait);
+            Ok::<_, tower::BoxError>(response.body(String::new()).unwrap())
+        }
+    });
+    let gates = tower_retry_after::Gates::new();
+    let hasty = RateLimitLayer::new().gates(gates.clone());
+    let patient = RateLimitLayer::new()
+        .gates(gates)
+        .retry_after_cap(Duration::from_secs(600))
+        .max_wait(Duration::from_secs(1200));
+    let request = || {
+        Request::get("https://api.test/")
+            .body(String::new())
+            .unwrap()
+    };
+    let (events, response) = events_of(async {
+        let first = tokio::spawn(hasty.layer(service.clone()).oneshot(request()));
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let closing = tokio::spawn(patient.layer(service).oneshot(request()));
+        let response = first.await.unwrap();
+        closing.abort();
+        response
+    })
+    .await;
+    assert_eq!(response.unwrap().status(), 429);
+    let at_gate: Vec<_> = events
+        .iter()
+        .filter(|event| event["reason"] == "Gate")
+        .collect();
+    assert_eq!(at_gate.len(), 1, "{events:#?}");
+    assert_eq!(at_gate[0]["attempt"], "2");
+    assert_eq!(at_gate[0]["will_retry"], "false");
+}
