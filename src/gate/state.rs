@@ -1462,4 +1462,53 @@ mod tests {
             .unwrap();
         assert!(probe.probe.is_some());
     }
+
+    #[test]
+    fn a_waiter_leaving_changes_neither_the_probe_owed_nor_a_release_still_under_way() {
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 5);
+        gate.leave(ids[4], true);
+        let (first, open) = gate.go(ids[0], now, &waker);
+        assert!(first.probe.is_some(), "the probe is still owed");
+        gate.answered(
+            first,
+            Report {
+                pace: paced(SECOND, open),
+                ..HEALTHY
+            },
+            open,
+        );
+        // Three are the backlog; one of them leaves, two are still paced.
+        gate.leave(ids[3], true);
+        assert_eq!(
+            gate.poll_waiter(ids[1], open, &waker, TERMS),
+            Err(Some(open + SECOND))
+        );
+    }
+
+    #[test]
+    fn a_gate_that_reopened_and_opened_again_is_idle_at_once() {
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 1);
+        let (probe, open) = gate.go(ids[0], now, &waker);
+        gate.answered(probe, HEALTHY, open);
+        assert!(gate.is_idle(open), "nothing left to remember");
+    }
+
+    #[test]
+    fn with_the_quota_known_the_release_is_estimated_to_let_waiters_through_at_once() {
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 3);
+        let (probe, open) = gate.go(ids[0], now, &waker);
+        gate.answered(probe, quota(5, open + 60 * SECOND), open);
+        assert_eq!(gate.estimate(open, ids[1], TERMS), Some(Duration::ZERO));
+        assert_eq!(gate.estimate(open, ids[2], TERMS), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn with_the_quota_known_those_behind_a_probe_are_estimated_to_follow_it_together() {
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 3);
+        gate.learn(quota(5, now + 60 * SECOND), now);
+        let (_probe, open) = gate.go(ids[0], now, &waker);
+        let deadline = TERMS.probe_timeout;
+        assert_eq!(gate.estimate(open, ids[1], TERMS), Some(deadline));
+        assert_eq!(gate.estimate(open, ids[2], TERMS), Some(deadline));
+    }
 }
