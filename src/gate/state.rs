@@ -118,10 +118,7 @@ impl Gate {
     /// the pace of those ahead. `None` if it is not waiting.
     pub(crate) fn estimate(&self, now: Instant, id: u64, terms: Terms) -> Option<Duration> {
         let ahead = u32::try_from(self.waiting(terms.metered).position(id)?).unwrap_or(u32::MAX);
-        let mut at = self
-            .closed_until
-            .filter(|until| *until > now)
-            .unwrap_or(now);
+        let mut at = self.closed_until.map_or(now, |until| until.max(now));
         let quota = self.quota_within(at, terms);
         if let Some(quota) = quota.filter(|quota| quota.remaining <= u64::from(self.in_flight)) {
             at = at.max(quota.reset_at);
@@ -1510,5 +1507,32 @@ mod tests {
         let deadline = TERMS.probe_timeout;
         assert_eq!(gate.estimate(open, ids[1], TERMS), Some(deadline));
         assert_eq!(gate.estimate(open, ids[2], TERMS), Some(deadline));
+    }
+
+    #[test]
+    fn a_waiter_is_told_the_reset_when_all_the_quota_is_out() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let first = gate.come(now).unwrap();
+        gate.answered(first, quota(1, now + 10 * SECOND), now);
+        let _out = gate.come(now).unwrap();
+        let id = gate.come(now).unwrap_err();
+        assert_eq!(gate.estimate(now, id, TERMS), Some(10 * SECOND));
+    }
+
+    #[test]
+    fn a_gate_with_calls_waiting_behind_a_pace_holds_them() {
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 3);
+        let (probe, open) = gate.go(ids[0], now, &waker);
+        gate.answered(
+            probe,
+            Report {
+                pace: paced(SECOND, open),
+                ..HEALTHY
+            },
+            open,
+        );
+        assert_eq!((gate.in_flight(), gate.closed_for(open, TERMS)), (0, None));
+        assert!(gate.holds_calls(open), "two wait behind the pace");
     }
 }
