@@ -120,6 +120,8 @@ mod tests {
             kept.wall, anchor.wall,
             "half a second is slewing, not a step"
         );
+        let at_most = anchor.renewed(anchor.wall + 11 * SECOND, real);
+        assert_eq!(at_most.wall, anchor.wall, "a second is still kept");
         let suspended = anchor.renewed(anchor.wall + 70 * SECOND, real);
         assert_ne!(suspended.wall, anchor.wall, "a minute's suspend");
         let stepped_back = anchor.renewed(anchor.wall + 8 * SECOND, real);
