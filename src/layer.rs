@@ -30,6 +30,8 @@ use crate::service::RateLimit;
 /// | [`backoff`](Self::backoff) | 500 ms × 2^n, at most 20 s, × U[0.5, 1] |
 /// | [`respect_remaining`](Self::respect_remaining) | on |
 /// | [`probe_timeout`](Self::probe_timeout) | 10 s |
+/// | [`slow_start`](Self::slow_start) | on |
+/// | [`learn_limits`](Self::learn_limits) | off |
 /// | [`key`](Self::key) | the request's origin, [`Key::origin`] |
 /// | [`gates`](Self::gates) | a set of gates of its own, shared by every service it makes |
 ///
@@ -178,6 +180,54 @@ impl<P> RateLimitLayer<P> {
     /// one request.
     pub fn probe_timeout(mut self, timeout: Duration) -> Self {
         self.config.settings.probe_timeout = timeout;
+        self
+    }
+
+    /// Whether the first call to a key the gate knows nothing about goes alone (default: on).
+    ///
+    /// Its answer decides the rest: the remaining quota it reports goes at once, no more;
+    /// an answer without meters starts a ramp (one more request out for each healthy answer,
+    /// so the burst doubles each round trip). Calls arriving meanwhile wait for that one
+    /// answer, a round trip, not for a timer. Without it, every call made before the first
+    /// answer comes back goes blind, and where they outnumber the quota the rest are refused:
+    /// 50 workers starting together against 20 a second are refused 30 times.
+    ///
+    /// Applies only where [`respect_remaining`](Self::respect_remaining) is on.
+    ///
+    /// ```
+    /// use tower_retry_after::RateLimitLayer;
+    ///
+    /// // A client that makes one call at a time gains nothing from it.
+    /// let layer = RateLimitLayer::new().slow_start(false);
+    /// # let _ = layer;
+    /// ```
+    pub fn slow_start(mut self, on: bool) -> Self {
+        self.config.settings.slow_start = on;
+        self
+    }
+
+    /// Whether the gate learns the quota of a server that publishes none, and paces by it
+    /// (default: off, until it does better over real sockets: in a simulation with a round
+    /// trip it keeps a `Retry-After`-only limiter to a few refusals a run, but against the
+    /// demo's limiter on loopback it is refused more often than the slow start alone).
+    ///
+    /// With only `Retry-After`, or nothing, the requests accepted in a window before the
+    /// next refusal measure the limit, and the time from that window's first request to the
+    /// next window's measures its length: the gate then lets that many out a window and holds
+    /// the rest, instead of finding the wall again each window. It lowers the estimate when
+    /// refused again, raises it by one after a run of windows passed unrefused (waiting twice
+    /// as long after each failed raise), and drops it as soon as a response carries meters.
+    ///
+    /// Applies only where [`respect_remaining`](Self::respect_remaining) is on.
+    ///
+    /// ```
+    /// use tower_retry_after::RateLimitLayer;
+    ///
+    /// let layer = RateLimitLayer::new().learn_limits(true);
+    /// # let _ = layer;
+    /// ```
+    pub fn learn_limits(mut self, on: bool) -> Self {
+        self.config.settings.learn_limits = on;
         self
     }
 

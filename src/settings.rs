@@ -19,6 +19,8 @@ pub(crate) struct Settings {
     pub(crate) backoff: Backoff,
     pub(crate) respect_remaining: bool,
     pub(crate) probe_timeout: Duration,
+    pub(crate) slow_start: bool,
+    pub(crate) learn_limits: bool,
 }
 
 impl Default for Settings {
@@ -32,6 +34,8 @@ impl Default for Settings {
             backoff: Backoff::default(),
             respect_remaining: true,
             probe_timeout: Duration::from_secs(10),
+            slow_start: true,
+            learn_limits: false,
         }
     }
 }
@@ -76,6 +80,7 @@ mod tests {
         assert_eq!(settings.transient_retries, 3);
         assert_eq!(settings.rate_limited_retries, 10);
         assert_eq!(settings.probe_timeout, 10 * SECOND);
+        assert!(settings.slow_start && !settings.learn_limits);
         assert_eq!(settings.effective(), settings);
     }
 

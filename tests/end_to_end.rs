@@ -330,8 +330,9 @@ async fn calls_waiting_at_the_gate_hold_no_connection() {
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .pool_max_idle_per_host(0)
         .build_http::<Full<Bytes>>();
+    // All of them out at once, as on a key whose gate is open: the slow start would send one.
     let service = ServiceBuilder::new()
-        .layer(RateLimitLayer::new())
+        .layer(RateLimitLayer::new().slow_start(false))
         .service(client);
     let calls: Vec<_> = (0..CALLS)
         .map(|_| tokio::spawn(service.clone().oneshot(get(&server, "/items"))))

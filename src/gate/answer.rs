@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 /// How a request was let through, as its response must be recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Admission {
@@ -12,15 +14,20 @@ pub(crate) struct Admission {
     pub(crate) probe: Option<u64>,
     /// It counts in `in_flight` (the gate existed when it was let through).
     pub(crate) counted: bool,
+    /// When it was let through.
+    pub(crate) sent: Instant,
 }
 
 impl Admission {
-    /// Let through without a gate to count it.
-    pub(crate) const UNCOUNTED: Admission = Admission {
-        epoch: 0,
-        probe: None,
-        counted: false,
-    };
+    /// Let through at `now` without a gate to count it.
+    pub(crate) fn uncounted(now: Instant) -> Admission {
+        Admission {
+            epoch: 0,
+            probe: None,
+            counted: false,
+            sent: now,
+        }
+    }
 }
 
 /// What a call meets on arriving at a gate.

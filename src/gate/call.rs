@@ -45,6 +45,8 @@ impl Call {
             metered: settings.respect_remaining,
             cap: settings.retry_after_cap,
             probe_timeout: settings.probe_timeout,
+            slow_start: settings.respect_remaining && settings.slow_start,
+            learned: settings.respect_remaining && settings.learn_limits,
         };
         Call { gates, key, terms }
     }
@@ -73,9 +75,12 @@ impl Call {
         // Counted from the first call: responses to the first calls on a key report the quota
         // after one request, while the others are still out and will spend theirs.
         if !table.make_room(now, registry.capacity, false) {
-            return Entered::Admitted(self.pass(Admission::UNCOUNTED));
+            return Entered::Admitted(self.pass(Admission::uncounted(now)));
         }
-        let gate = table.gates.entry(self.key.clone()).or_default();
+        let gate = table
+            .gates
+            .entry(self.key.clone())
+            .or_insert_with(|| Gate::for_first_call(self.terms));
         self.arrive(gate, now, budget)
     }
 
@@ -108,6 +113,8 @@ pub(crate) struct Said {
     refused: bool,
     /// How long the server said to wait, if it did.
     instruction: Option<Duration>,
+    /// When that wait ends.
+    instructed_until: Option<Instant>,
     /// The quota closest to running out, when the layer respects what remains.
     quota: Option<Quota>,
     /// The spacing the server's shortest policy within the cap asks for.
@@ -141,14 +148,16 @@ impl Said {
             // Most responses: nothing to weigh.
             return Said::default();
         }
+        // A layer that does not respect what remains takes no instruction from a meter.
+        let instruction = if settings.respect_remaining {
+            info.instructed_wait()
+        } else {
+            info.retry_after()
+        };
         Said {
             refused: false,
-            // A layer that does not respect what remains takes no instruction from a meter.
-            instruction: if settings.respect_remaining {
-                info.instructed_wait()
-            } else {
-                info.retry_after()
-            },
+            instruction,
+            instructed_until: instruction.map(|wait| after(now, wait)),
             // A window longer than the cap is not held against later calls, as an instruction
             // over the cap is not: blocking them for an hour is worse than letting them decide.
             quota: settings
@@ -164,6 +173,7 @@ impl Said {
         Report {
             refused: self.refused,
             closed_until,
+            instructed_until: self.instructed_until,
             quota: self.quota,
             pace: self.pace,
         }

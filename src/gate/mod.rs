@@ -15,6 +15,7 @@
 
 mod answer;
 mod call;
+mod learned;
 mod queue;
 mod quota;
 mod registry;

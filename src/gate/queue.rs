@@ -96,12 +96,6 @@ impl Queue {
         self.slots.is_empty()
     }
 
-    /// The head's id.
-    #[cfg(test)]
-    pub(super) fn head(&self) -> Option<u64> {
-        self.slots.front().map(|slot| slot.id)
-    }
-
     fn drop_gone_front(&mut self) {
         while self.slots.front().is_some_and(|slot| slot.gone) {
             self.slots.pop_front();

@@ -151,6 +151,8 @@ mod tests {
         metered: true,
         cap: Duration::from_secs(60),
         probe_timeout: Duration::from_secs(10),
+        slow_start: true,
+        learned: true,
     };
 
     const SECOND: Duration = Duration::from_secs(1);
@@ -263,12 +265,18 @@ mod tests {
         };
         let mut table = Table::default();
         let quiet = Report::default();
-        table.answered(&Key::named("quiet"), Admission::UNCOUNTED, quiet, now, 4);
+        table.answered(
+            &Key::named("quiet"),
+            Admission::uncounted(now),
+            quiet,
+            now,
+            4,
+        );
         table.learn(&Key::named("told quiet"), quiet, now, 4);
         assert!(table.gates.is_empty());
         table.answered(
             &Key::named("refused"),
-            Admission::UNCOUNTED,
+            Admission::uncounted(now),
             closure,
             now,
             4,

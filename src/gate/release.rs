@@ -5,9 +5,12 @@
 //!   so the episode costs at most that one refusal if the server still refuses.
 //! - The backlog is the calls waiting when the probe came back healthy. Where the server gave
 //!   its quota, they leave at once up to it; where it gave its policy, at the policy's rate;
-//!   where it gave nothing, one at a time, each after the previous came back healthy and never
-//!   two in the same instant. The release ends when its backlog does: calls arriving meanwhile
-//!   wait behind it, then the gate opens for everyone.
+//!   where it gave nothing, on a ramp: one more request out for each healthy answer (the burst
+//!   doubles each round trip), never two in the same instant. A refusal on the ramp owes a
+//!   probe again. The release ends when its backlog does: calls arriving meanwhile wait
+//!   behind it, then the gate opens for everyone.
+//! - The first call to a key the gate knows nothing about probes too (slow start), holding
+//!   only calls that take part in it, and its answer is released the same way.
 //! - A pace comes from a policy whose window is within the cap (a daily quota says how many
 //!   in a day, not how far apart), and lasts as long as that window from the response that
 //!   stated it: a pace never outlives what set it. A call is paced only if its layer respects
@@ -38,6 +41,18 @@ enum Phase {
     Releasing,
 }
 
+/// What the probe owed or out follows, which decides whom it holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Cause {
+    /// A 429: every call.
+    #[default]
+    Refusal,
+    /// A window the server said was spent has reset: calls that respect the quota.
+    SpentWindow,
+    /// Nothing is known of the key yet: calls that take part in the slow start.
+    FirstCall,
+}
+
 /// The server's policy as a spacing between requests, and until when it stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Pace {
@@ -62,13 +77,13 @@ pub(super) enum Release {
 #[derive(Debug, Default)]
 pub(super) struct Reopening {
     phase: Phase,
-    /// The probe owed or out follows a spent window, not a 429: calls that do not respect
-    /// the quota are not held by it.
-    for_meters: bool,
+    cause: Cause,
     /// Whether the probe after the last closure came back healthy: the release has begun.
     releasing: bool,
     /// The calls still to leave under the release's rules before the gate opens.
     backlog: usize,
+    /// With nothing known of the rate, how many requests may be out during the release.
+    ramp: u32,
     last_release: Option<Instant>,
     pace: Option<Pace>,
     /// How many probes have gone: the last of them is the one out while probing.
@@ -83,33 +98,63 @@ pub(super) struct Reopening {
 impl Reopening {
     /// A 429 closed the gate (again): the next request out probes.
     pub(super) fn closed(&mut self) {
-        self.owe_probe(false);
+        self.owe_probe(Cause::Refusal);
     }
 
-    /// A window the server said was spent has reset: unless a 429's reopening is under way,
-    /// the next request that respects the quota probes the new window.
-    pub(super) fn window_reset(&mut self) {
-        if self.phase == Phase::Open || self.for_meters {
-            self.owe_probe(true);
+    /// The first call to a key known nothing of goes alone: it probes.
+    pub(super) fn first_call(&mut self) {
+        self.owe_probe(Cause::FirstCall);
+    }
+
+    /// A request let out during the release was refused: the next one probes again.
+    pub(super) fn refused(&mut self) {
+        if self.phase == Phase::Releasing {
+            self.owe_probe(self.cause);
         }
     }
 
-    fn owe_probe(&mut self, for_meters: bool) {
+    /// A healthy answer came back: the ramp lets one more out.
+    pub(super) fn healthy(&mut self) {
+        self.ramp = self.ramp.saturating_add(1);
+    }
+
+    /// A window the server said was spent has reset: unless a 429's probe is owed or out, the
+    /// next request that respects the quota probes the new window.
+    pub(super) fn window_reset(&mut self) {
+        let refusal_probe =
+            self.cause == Cause::Refusal && matches!(self.phase, Phase::Probe | Phase::Probing);
+        if !refusal_probe {
+            self.owe_probe(Cause::SpentWindow);
+        }
+    }
+
+    fn owe_probe(&mut self, cause: Cause) {
         self.phase = Phase::Probe;
-        self.for_meters = for_meters;
+        self.cause = cause;
         self.releasing = false;
         self.backlog = 0;
+        self.ramp = 1;
     }
 
     /// Whether the reopening holds a call with `terms` at all.
     fn holds(&self, terms: Terms) -> bool {
-        terms.metered || !self.for_meters
+        match self.cause {
+            Cause::Refusal => true,
+            Cause::SpentWindow => terms.metered,
+            Cause::FirstCall => terms.slow_start,
+        }
     }
 
     /// Whether the next request of a call with `terms` may go, as far as the reopening is
-    /// concerned; `quota_known`: the server said how much is left, and up to that, calls go
-    /// at once.
-    pub(super) fn next(&self, now: Instant, quota_known: bool, terms: Terms) -> Release {
+    /// concerned, with `in_flight` requests out; `quota_known`: the server said how much is
+    /// left, and up to that, calls go at once.
+    pub(super) fn next(
+        &self,
+        now: Instant,
+        quota_known: bool,
+        in_flight: u32,
+        terms: Terms,
+    ) -> Release {
         if !self.holds(terms) {
             return Release::Go { probe: false };
         }
@@ -123,14 +168,22 @@ impl Reopening {
             Phase::Open => Release::Go { probe: false },
             Phase::Releasing if quota_known => Release::Go { probe: false },
             Phase::Releasing => {
-                // At its policy's rate; or, knowing nothing, one at a time.
+                // At its policy's rate; or, knowing nothing, on the ramp: an answer lets the
+                // next one out.
                 let pace = self.pace_for(now, terms);
-                let spacing = pace.unwrap_or(SPACING);
-                match self.last_release.map(|last| last + spacing) {
+                match self.last_release.map(|last| last + pace.unwrap_or(SPACING)) {
                     Some(at) if at > now => Release::At(at),
-                    _ => Release::Go {
-                        probe: pace.is_none(),
-                    },
+                    // A request that hangs holds the ramp no longer than a probe would.
+                    _ if pace.is_none() && in_flight >= self.ramp => {
+                        match self
+                            .last_release
+                            .map(|last| after(last, terms.probe_timeout))
+                        {
+                            Some(deadline) if deadline > now => Release::At(deadline),
+                            _ => Release::Go { probe: false },
+                        }
+                    }
+                    _ => Release::Go { probe: false },
                 }
             }
         }
@@ -222,11 +275,12 @@ impl Reopening {
             return (at, Duration::ZERO);
         }
         let pace = self.pace_for(at, terms);
-        let one_at_a_time = self.round_trip.max(SPACING);
+        // On the ramp, as many go each round trip as are out.
+        let ramped = (self.round_trip / self.ramp.max(1)).max(SPACING);
         let step = match pace {
             _ if quota_known => Duration::ZERO,
             Some(interval) => interval,
-            None => one_at_a_time,
+            None => ramped,
         };
         let after_last = |spacing| {
             self.last_release

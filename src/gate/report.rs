@@ -12,6 +12,8 @@ pub(crate) struct Report {
     pub(crate) refused: bool,
     /// No request before this.
     pub(crate) closed_until: Option<Instant>,
+    /// The end of the wait the server named, if it named one (`closed_until` adds the spread).
+    pub(crate) instructed_until: Option<Instant>,
     /// The binding meter's remaining quota and reset.
     pub(crate) quota: Option<Quota>,
     /// The server's policy as a spacing between requests.

@@ -19,6 +19,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::answer::{Admission, Arrival, Hold};
+use super::learned::Learning;
 use super::queue::Queue;
 use super::quota::{Quota, fold};
 use super::release::{Release, Reopening};
@@ -41,6 +42,8 @@ pub(crate) struct Gate {
     epoch: u64,
     /// The epoch of the request whose answer gave `quota`.
     quota_epoch: u64,
+    /// What the server accepts where it publishes no quota.
+    learning: Learning,
     /// Calls that respect the quota.
     metered: Queue,
     /// Calls whose layer does not.
@@ -51,6 +54,16 @@ pub(crate) struct Gate {
 impl Gate {
     pub(crate) fn new() -> Self {
         Gate::default()
+    }
+
+    /// The gate of a key nothing is known of, made for a first call with `terms`: if the call
+    /// takes part in the slow start, it goes alone, and its answer decides the rest.
+    pub(crate) fn for_first_call(terms: Terms) -> Self {
+        let mut gate = Gate::default();
+        if terms.slow_start {
+            gate.reopening.first_call();
+        }
+        gate
     }
 
     /// A call arriving with `budget` left to wait: let through at once, given a place in its
@@ -94,7 +107,7 @@ impl Gate {
         let Some(position) = self.queue(terms.metered).position(id) else {
             // Not queued: nothing holds it back.
             self.in_flight += 1;
-            return Ok(self.admission(None));
+            return Ok(self.admission(None, now));
         };
         let look_again = if position == 0 {
             match self.release(now, terms) {
@@ -179,7 +192,13 @@ impl Gate {
         if self.is_current_probe(admitted) {
             let waiting = self.waiters();
             self.reopening.probe_answered(report.refused, waiting, now);
+        } else if report.refused && admitted.epoch == self.epoch {
+            self.reopening.refused();
         }
+        if !report.refused && admitted.epoch == self.epoch {
+            self.reopening.healthy();
+        }
+        self.learn_from(admitted, report, now);
         self.take_in(report, admitted.epoch, now);
         self.wake_heads();
     }
@@ -214,6 +233,7 @@ impl Gate {
             && self.in_flight == 0
             && self.closed_until.is_none_or(|until| until <= now)
             && self.quota.is_none_or(|quota| quota.reset_at <= now)
+            && self.learning.quota(now).is_none()
             && !self.reopening.is_probing()
             && !probe_owed
     }
@@ -240,6 +260,18 @@ impl Gate {
     /// The quota as last reported, while its window lasts.
     pub(crate) fn quota(&self, now: Instant) -> Option<Quota> {
         self.quota.filter(|quota| quota.reset_at > now)
+    }
+
+    /// Learns from what the server accepted and refused, while it publishes no quota.
+    fn learn_from(&mut self, admitted: Admission, report: Report, now: Instant) {
+        if report.quota.is_some() || report.pace.is_some() {
+            self.learning.forget();
+        } else if report.refused {
+            self.learning
+                .refused(admitted.sent, report.instructed_until);
+        } else {
+            self.learning.accepted(admitted.sent, now);
+        }
     }
 
     /// Takes in what the server said about the window of `epoch`.
@@ -288,6 +320,7 @@ impl Gate {
     fn quota_within(&self, now: Instant, terms: Terms) -> Option<Quota> {
         let horizon = after(now, terms.cap);
         self.quota(now)
+            .or_else(|| self.learning.quota(now).filter(|_| terms.learned))
             .filter(|quota| terms.metered && quota.reset_at <= horizon)
     }
 
@@ -312,6 +345,12 @@ impl Gate {
                 self.epoch += 1;
             }
         }
+        if self.learning.spent_window_over(now) {
+            // A learned window whose quota went out is over: the next request probes the new
+            // one, as after a spent window the server reported.
+            self.reopening.window_reset();
+            self.epoch += 1;
+        }
         let quota = self.quota_within(now, terms);
         if let Some(quota) = quota {
             if quota.is_spent() {
@@ -321,7 +360,8 @@ impl Gate {
                 return Release::At(reset_at);
             }
         }
-        self.reopening.next(now, quota.is_some(), terms)
+        self.reopening
+            .next(now, quota.is_some(), self.in_flight, terms)
     }
 
     fn waiting(&self, metered: bool) -> &Queue {
@@ -343,7 +383,7 @@ impl Gate {
     fn admit(&mut self, probe: bool, now: Instant, terms: Terms) -> Admission {
         self.in_flight += 1;
         let probe = self.reopening.admitted(probe, now, terms);
-        self.admission(probe)
+        self.admission(probe, now)
     }
 
     /// A request let through as `admitted` is no longer out.
@@ -354,11 +394,12 @@ impl Gate {
         }
     }
 
-    fn admission(&self, probe: Option<u64>) -> Admission {
+    fn admission(&self, probe: Option<u64>, now: Instant) -> Admission {
         Admission {
             epoch: self.epoch,
             probe,
             counted: true,
+            sent: now,
         }
     }
 
@@ -394,6 +435,8 @@ mod tests {
         metered: true,
         cap: Duration::from_secs(60),
         probe_timeout: Duration::from_secs(10),
+        slow_start: true,
+        learned: true,
     };
 
     /// The terms of a call through a layer that does not respect the quota.
@@ -438,6 +481,7 @@ mod tests {
     const HEALTHY: Report = Report {
         refused: false,
         closed_until: None,
+        instructed_until: None,
         quota: None,
         pace: None,
     };
@@ -599,41 +643,59 @@ mod tests {
             "still behind the new probe"
         );
         gate.answered(new_probe, HEALTHY, reopen);
-        assert!(gate.go(ids[2], reopen, &waker).0.probe.is_some());
+        assert!(
+            gate.go(ids[2], reopen, &waker).0.probe.is_none(),
+            "the new probe's answer began the release"
+        );
     }
 
     #[test]
-    fn with_nothing_known_the_backlog_leaves_one_at_a_time_then_the_gate_opens() {
+    fn with_nothing_known_the_backlog_leaves_on_a_ramp_then_the_gate_opens() {
         let now = Instant::now();
         let mut gate = closed_gate(now, SECOND);
         let (_, waker) = waker();
         let backlog: Vec<u64> = (0..50).map(|_| gate.come(now).unwrap_err()).collect();
-        let mut clock = now + SECOND;
-        let mut released = Vec::new();
-        for (index, id) in backlog.iter().enumerate() {
-            let (admitted, at) = gate.go(*id, clock, &waker);
-            assert!(admitted.probe.is_some(), "waiter {index} leaves alone");
-            clock = at;
-            released.push(clock);
-            if index == 10 {
-                // Calls arriving during the release wait behind the backlog.
-                assert!(gate.come(clock).is_err());
+        let (probe, mut clock) = gate.go(backlog[0], now + SECOND, &waker);
+        assert!(probe.probe.is_some());
+        gate.answered(probe, HEALTHY, clock);
+        let mut next = 1;
+        let mut rounds = Vec::new();
+        let mut late = None;
+        while next < backlog.len() {
+            // Out go as many as the ramp allows, never two in the same instant.
+            let mut out = Vec::new();
+            while next < backlog.len() {
+                match gate.poll_waiter(backlog[next], clock, &waker, TERMS) {
+                    Ok(admitted) => {
+                        assert!(admitted.probe.is_none());
+                        out.push(admitted);
+                        next += 1;
+                    }
+                    Err(Some(at)) if at == clock + SPACING => clock = at,
+                    Err(_) => break,
+                }
             }
-            // The server answers at once, healthy.
-            gate.answered(admitted, HEALTHY, clock);
+            rounds.push(out.len());
+            // Calls arriving during the release wait behind the backlog.
+            late = late.or_else(|| gate.come(clock).err());
+            // Every one of them comes back healthy.
+            clock += 10 * MS;
+            for admitted in out {
+                gate.answered(admitted, HEALTHY, clock);
+            }
         }
-        for pair in released.windows(2) {
-            assert!(pair[1] - pair[0] >= SPACING, "{pair:?}");
-        }
-        // The backlog gone, the call that arrived during it goes with no probe, at once.
-        let late = gate.metered.head().unwrap();
+        assert_eq!(
+            rounds,
+            [2, 4, 8, 16, 19],
+            "the burst doubles each round trip"
+        );
+        // The backlog gone, the call that arrived during it goes, then everyone at once.
         assert!(
-            gate.poll_waiter(late, clock, &waker, TERMS)
-                .unwrap()
-                .probe
-                .is_none()
+            gate.poll_waiter(late.unwrap(), clock, &waker, TERMS)
+                .is_ok()
         );
         assert!(gate.come(clock).unwrap().probe.is_none(), "open again");
+        assert!(gate.come(clock).is_ok());
     }
 
     #[test]
@@ -1149,10 +1211,9 @@ mod tests {
             gate.poll_waiter(ids[1], open, &waker, TERMS),
             Err(Some(open + 10 * SECOND))
         );
-        // Its window over, the policy no longer spaces the backlog: one at a time instead.
+        // Its window over, the policy no longer spaces the backlog: the ramp lets it go.
         let later = open + 5 * SECOND;
-        let next = gate.poll_waiter(ids[1], later, &waker, TERMS).unwrap();
-        assert!(next.probe.is_some(), "knowing no rate, each goes alone");
+        assert!(gate.poll_waiter(ids[1], later, &waker, TERMS).is_ok());
     }
 
     #[test]
@@ -1292,14 +1353,15 @@ mod tests {
     }
 
     #[test]
-    fn knowing_no_rate_a_waiter_is_told_a_round_trip_for_each_call_ahead() {
+    fn knowing_no_rate_a_waiter_is_told_the_ramps_share_of_a_round_trip_for_each_call_ahead() {
         let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 3);
         let (probe, open) = gate.go(ids[0], now, &waker);
         gate.answered(probe, HEALTHY, open + 200 * MS);
         let at = open + 200 * MS;
-        // The head goes a millisecond after the last release; the next a round trip later.
+        // The head goes at once; on the ramp two go each round trip, the next half of one
+        // later.
         assert_eq!(gate.estimate(at, ids[1], TERMS), Some(Duration::ZERO));
-        assert_eq!(gate.estimate(at, ids[2], TERMS), Some(200 * MS));
+        assert_eq!(gate.estimate(at, ids[2], TERMS), Some(100 * MS));
     }
 
     #[test]
@@ -1350,20 +1412,24 @@ mod tests {
     }
 
     #[test]
-    fn a_probe_sent_for_another_that_hung_counts_in_the_release() {
-        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 3);
+    fn requests_that_hang_on_the_ramp_hold_it_no_longer_than_a_probe_would() {
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 4);
         let (probe, open) = gate.go(ids[0], now, &waker);
         gate.answered(probe, HEALTHY, open);
-        // Knowing no rate, the two behind leave one at a time; the first of them hangs.
+        // The ramp lets two out; both hang.
         let (hung, first) = gate.go(ids[1], open, &waker);
-        let (last, second) = gate.go(ids[2], first, &waker);
-        assert_eq!(second, first + TERMS.probe_timeout);
-        gate.answered(last, HEALTHY, second);
+        let (other, second) = gate.go(ids[2], first, &waker);
+        assert_eq!(second, first + SPACING);
+        let (last, third) = gate.go(ids[3], second, &waker);
+        assert_eq!(third, second + TERMS.probe_timeout);
+        gate.answered(last, HEALTHY, third);
         assert!(
-            gate.come(second).unwrap().probe.is_none(),
+            gate.come(third).unwrap().probe.is_none(),
             "the release is over"
         );
-        gate.answered(hung, HEALTHY, second);
+        gate.answered(hung, HEALTHY, third);
+        gate.answered(other, HEALTHY, third);
+        assert_eq!(gate.in_flight(), 1, "only the call that just came is out");
     }
 
     #[test]
@@ -1431,10 +1497,10 @@ mod tests {
             Err(Some(open + 17 * SECOND))
         );
         // ...one that takes a minute is not: it knows no rate it may keep to.
-        let next = gate
-            .poll_waiter(ids[1], open + SPACING, &waker, TERMS)
-            .unwrap();
-        assert!(next.probe.is_some());
+        assert!(
+            gate.poll_waiter(ids[1], open + SPACING, &waker, TERMS)
+                .is_ok()
+        );
     }
 
     #[test]

@@ -78,6 +78,7 @@ impl Window {
         Report {
             refused: false,
             closed_until: self.closed_until.map(|at| clocks.instant(at)),
+            instructed_until: None,
             quota: self.quota.map(|(remaining, reset)| Quota {
                 remaining,
                 reset_at: clocks.instant(reset),

@@ -13,14 +13,23 @@ pub(crate) struct Terms {
     pub(crate) cap: Duration,
     /// How long a probe out may stay unanswered before this call probes instead.
     pub(crate) probe_timeout: Duration,
+    /// The first call to a key the gate knows nothing about goes alone (`slow_start`); only
+    /// for a call that respects the quota.
+    pub(crate) slow_start: bool,
+    /// The call is held by the quota the gate learned where the server publishes none
+    /// (`learn_limits`); only for a call that respects the quota.
+    pub(crate) learned: bool,
 }
 
 impl Terms {
     /// What a call that respects everything the server said would meet: the gate as a
-    /// snapshot shows it, and as the registry weighs it.
+    /// snapshot shows it, and as the registry weighs it. A learned quota is the layer's
+    /// estimate, not something the server said, and moves with each window: it is left out.
     pub(crate) const EVERYTHING: Terms = Terms {
         metered: true,
         cap: Duration::MAX,
         probe_timeout: Duration::MAX,
+        slow_start: true,
+        learned: false,
     };
 }

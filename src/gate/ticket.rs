@@ -129,7 +129,7 @@ impl Place {
                 (admission, gate.take_wakes())
             }
             // The gate was forgotten: nothing holds the call back.
-            None => (Ok(Admission::UNCOUNTED), Vec::new()),
+            None => (Ok(Admission::uncounted(now)), Vec::new()),
         };
         drop(table);
         wakes.into_iter().for_each(Waker::wake);

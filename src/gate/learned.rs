@@ -1,0 +1,366 @@
+//! The quota of a server that publishes none, learned from what it accepted and refused. Pure:
+//! callers pass the times.
+//!
+//! - A window runs from its first accepted request to the next refusal; the requests it
+//!   accepted are the limit. The length of a window is measured from its first request's send
+//!   to the earliest time it was known to be over: the end of the instruction its refusal
+//!   carried, or the send of the next request accepted. Both are later than the server's
+//!   window end, so the estimate is never early; of several measurements the shortest is the
+//!   tightest.
+//! - While the estimate stands, the gate lets out that many a window and holds the rest until
+//!   the window's end, measured from its first answer.
+//! - An estimate holds calls back only once two windows agree on it (each within a quarter of
+//!   the other): a server that refuses at random, or a limit shared with other clients, gives
+//!   counts that do not agree, and pacing by one of them would throttle the client for
+//!   nothing. Refused again near the limit (within a quarter below it), the limit becomes what
+//!   that window accepted; a refusal far below it is not the quota speaking and changes
+//!   nothing. A window whose first request was refused began too early: the length measured
+//!   across it replaces the estimate's.
+//! - After a run of windows passes unrefused the limit is raised by one; a raise that is
+//!   refused doubles the run needed before the next.
+//! - A response with meters makes all of it moot: the gate forgets the estimate.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::quota::Quota;
+
+/// Windows passed unrefused before the limit is first raised.
+const PATIENCE: u32 = 4;
+/// The longest run of windows a raise waits for.
+const MOST_PATIENCE: u32 = 64;
+
+/// What is learned of one key's limit.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Learning {
+    window: Option<Window>,
+    /// When the last window that passed unrefused began.
+    passed: Option<Instant>,
+    refused: Option<Refused>,
+    estimate: Option<Estimate>,
+}
+
+/// The window under way: since its first accepted request.
+#[derive(Clone, Copy, Debug)]
+struct Window {
+    sent: Instant,
+    answered: Instant,
+    accepted: u64,
+}
+
+/// A refusal ended a window; the next accepted request measures how long it lasted.
+#[derive(Clone, Copy, Debug)]
+struct Refused {
+    /// When the measured span began: the refused window's first request's send.
+    began: Instant,
+    /// The end of the instruction the refusal carried.
+    until: Option<Instant>,
+    /// The span began a window before the refused request's: the estimate's length was too
+    /// short, and this measurement replaces it.
+    early: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Estimate {
+    limit: u64,
+    /// Two windows agreed on the limit: it holds calls back.
+    agreed: bool,
+    length: Option<Duration>,
+    unrefused: u32,
+    patience: u32,
+    /// The limit was just raised: a refusal puts it back and doubles the patience.
+    trying: bool,
+}
+
+impl Learning {
+    /// A request sent at `sent` was accepted, at `now`.
+    pub(super) fn accepted(&mut self, sent: Instant, now: Instant) {
+        self.end_passed_window(sent);
+        if let Some(window) = self.window.as_mut() {
+            window.accepted += 1;
+            return;
+        }
+        if let (Some(refused), Some(estimate)) = (self.refused.take(), self.estimate.as_mut()) {
+            let known_over = refused.until.map_or(sent, |until| until.min(sent));
+            let measured = known_over.saturating_duration_since(refused.began);
+            estimate.length = Some(match estimate.length {
+                Some(length) if !refused.early => length.min(measured),
+                _ => measured,
+            });
+        }
+        self.window = Some(Window {
+            sent,
+            answered: now,
+            accepted: 1,
+        });
+    }
+
+    /// A request sent at `sent` was refused, with the server's instruction ending at `until`
+    /// if it gave one.
+    pub(super) fn refused(&mut self, sent: Instant, until: Option<Instant>) {
+        self.end_passed_window(sent);
+        let Some(window) = self.window.take() else {
+            // No request of this window was accepted yet.
+            match self.refused.as_mut() {
+                Some(refused) => refused.until = refused.until.max(until),
+                None => {
+                    // The window the estimate said had passed had not.
+                    self.refused = self.passed.map(|began| Refused {
+                        began,
+                        until,
+                        early: true,
+                    });
+                }
+            }
+            return;
+        };
+        let accepted = window.accepted;
+        let estimate = self.estimate.get_or_insert(Estimate {
+            limit: accepted,
+            agreed: false,
+            length: None,
+            unrefused: 0,
+            patience: PATIENCE,
+            trying: false,
+        });
+        if estimate.trying {
+            estimate.patience = (estimate.patience * 2).min(MOST_PATIENCE);
+        }
+        if !estimate.agreed {
+            estimate.agreed = agree(estimate.limit, accepted) && estimate.length.is_some();
+            estimate.limit = accepted;
+        } else if agree(estimate.limit, accepted) {
+            estimate.limit = estimate.limit.min(accepted);
+        }
+        estimate.unrefused = 0;
+        estimate.trying = false;
+        self.refused = Some(Refused {
+            began: window.sent,
+            until,
+            early: false,
+        });
+    }
+
+    /// A response carried meters: what they say replaces anything learned.
+    pub(super) fn forget(&mut self) {
+        *self = Learning::default();
+    }
+
+    /// The quota learned for the window under way, while it lasts.
+    pub(super) fn quota(&self, now: Instant) -> Option<Quota> {
+        let (window, estimate) = self.window.zip(self.estimate.filter(|e| e.agreed))?;
+        let reset_at = window.answered + estimate.length?;
+        (reset_at > now).then(|| Quota {
+            remaining: estimate.limit.saturating_sub(window.accepted),
+            reset_at,
+        })
+    }
+
+    /// Whether the window under way had its quota spent and is over at `now`: the next request
+    /// begins a new one, and probes it. True once: the window has then passed.
+    pub(super) fn spent_window_over(&mut self, now: Instant) -> bool {
+        let spent = self
+            .window
+            .zip(self.estimate.filter(|estimate| estimate.agreed))
+            .is_some_and(|(window, estimate)| window.accepted >= estimate.limit);
+        spent && self.end_passed_window(now)
+    }
+
+    /// Ends the window under way if it is over at `at`: it passed unrefused, and after enough
+    /// such windows the limit is raised by one. Whether it ended.
+    fn end_passed_window(&mut self, at: Instant) -> bool {
+        let Some((window, estimate)) = self.window.zip(self.estimate.as_mut()) else {
+            return false;
+        };
+        if estimate
+            .length
+            .is_none_or(|length| window.answered + length > at)
+        {
+            return false;
+        }
+        self.window = None;
+        self.passed = Some(window.sent);
+        estimate.trying = false;
+        estimate.unrefused += 1;
+        if estimate.unrefused >= estimate.patience {
+            estimate.unrefused = 0;
+            estimate.limit += 1;
+            estimate.trying = true;
+        }
+        true
+    }
+}
+
+/// Whether two counts of accepted requests agree: the smaller is within a quarter of the
+/// larger.
+fn agree(one: u64, other: u64) -> bool {
+    one.min(other).saturating_mul(4) >= one.max(other).saturating_mul(3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+    const SECOND: Duration = Duration::from_secs(1);
+
+    /// A window of `accepted` requests answered from `start` on, a millisecond apart, ended by
+    /// a refusal naming `wait`; returns when the window's first request went.
+    fn refused_window(learning: &mut Learning, start: Instant, accepted: u64, wait: Duration) {
+        for nth in 0..accepted {
+            let at = start + MS * nth as u32;
+            learning.accepted(at, at + 20 * MS);
+        }
+        let sent = start + MS * accepted as u32;
+        learning.refused(sent, Some(sent + 20 * MS + wait));
+    }
+
+    #[test]
+    fn two_windows_that_agree_give_the_limit_and_the_length() {
+        let start = Instant::now();
+        let mut learning = Learning::default();
+        refused_window(&mut learning, start, 20, SECOND);
+        // One window is no estimate yet: the next may say something else.
+        let reopened = start + 1100 * MS;
+        learning.accepted(reopened, reopened + 20 * MS);
+        assert_eq!(learning.quota(reopened + 20 * MS), None);
+        for nth in 1..20 {
+            let at = reopened + MS * nth;
+            learning.accepted(at, at + 20 * MS);
+        }
+        learning.refused(reopened + 20 * MS, Some(reopened + 40 * MS + SECOND));
+        let next = reopened + 1100 * MS;
+        learning.accepted(next, next + 20 * MS);
+        let quota = learning.quota(next + 20 * MS).unwrap();
+        assert_eq!(quota.remaining, 19, "20 a window, one of them out");
+        // The length runs from the first send to the end of the refusal's instruction: the
+        // shorter of the two measured.
+        let shortest = (start + 40 * MS + SECOND) - start;
+        assert_eq!(quota.reset_at, next + 20 * MS + shortest);
+        assert_eq!(learning.quota(quota.reset_at), None, "over at its end");
+    }
+
+    #[test]
+    fn counts_that_disagree_hold_nothing_back() {
+        let start = Instant::now();
+        let mut learning = Learning::default();
+        refused_window(&mut learning, start, 20, SECOND);
+        let reopened = start + 1100 * MS;
+        refused_window(&mut learning, reopened, 3, SECOND);
+        let next = reopened + 1100 * MS;
+        learning.accepted(next, next);
+        assert_eq!(
+            learning.quota(next),
+            None,
+            "20 then 3: a server refusing at random"
+        );
+        // 3 then 3 agree.
+        refused_window(&mut learning, next, 2, SECOND);
+        let last = next + 1100 * MS;
+        learning.accepted(last, last);
+        assert_eq!(learning.quota(last).unwrap().remaining, 2);
+    }
+
+    /// Learns 20 a window of about a second; the window under way began at the returned time.
+    fn learned(start: Instant) -> (Learning, Instant) {
+        let mut learning = Learning::default();
+        refused_window(&mut learning, start, 20, SECOND);
+        let second = start + 1100 * MS;
+        refused_window(&mut learning, second, 20, SECOND);
+        let third = second + 1100 * MS;
+        learning.accepted(third, third);
+        (learning, third)
+    }
+
+    #[test]
+    fn a_refusal_far_below_the_limit_is_not_the_quota_speaking() {
+        let (mut learning, now) = learned(Instant::now());
+        learning.refused(now + MS, Some(now + SECOND));
+        let next = now + 2 * SECOND;
+        learning.accepted(next, next);
+        assert_eq!(learning.quota(next).unwrap().remaining, 19);
+        // Refused near it, the limit becomes what the window accepted.
+        for nth in 1..17 {
+            learning.accepted(next + MS * nth, next + MS * nth);
+        }
+        learning.refused(next + 17 * MS, Some(next + SECOND));
+        let after = next + 2 * SECOND;
+        learning.accepted(after, after);
+        assert_eq!(learning.quota(after).unwrap().remaining, 16);
+    }
+
+    #[test]
+    fn windows_passing_unrefused_raise_the_limit_and_a_refused_raise_doubles_the_wait() {
+        let (mut learning, mut window) = learned(Instant::now());
+        let length = learning.quota(window).unwrap().reset_at - window;
+        let mut limits = Vec::new();
+        loop {
+            let quota = learning.quota(window).unwrap();
+            limits.push(quota.remaining + 1);
+            if limits.len() == 9 {
+                break;
+            }
+            window += length;
+            learning.accepted(window, window);
+        }
+        assert_eq!(
+            limits,
+            [20, 20, 20, 20, 21, 21, 21, 21, 22],
+            "a raise each four"
+        );
+        // Refused at 22: back to 21, and the next raise waits eight windows.
+        for nth in 1..21 {
+            learning.accepted(window + MS * nth, window + MS * nth);
+        }
+        learning.refused(window + 21 * MS, Some(window + length));
+        let mut limits = Vec::new();
+        window += 2 * length;
+        for _ in 0..10 {
+            learning.accepted(window, window);
+            limits.push(learning.quota(window).unwrap().remaining + 1);
+            window += length;
+        }
+        assert_eq!(limits[..8], [21; 8]);
+        assert_eq!(limits[8], 22);
+    }
+
+    #[test]
+    fn a_window_whose_first_request_is_refused_lengthens_the_estimate() {
+        let (mut learning, window) = learned(Instant::now());
+        let length = learning.quota(window).unwrap().reset_at - window;
+        // The next window's first request, sent at the learned end, is refused for 300 ms
+        // more: the window began 300 ms later than learned.
+        let early = window + length;
+        learning.refused(early, Some(early + 300 * MS));
+        let next = early + 400 * MS;
+        learning.accepted(next, next);
+        let longer = learning.quota(next).unwrap().reset_at - next;
+        assert_eq!(
+            longer,
+            early + 300 * MS - window,
+            "measured from the window that had not passed to the refusal's end"
+        );
+        assert!(longer > length);
+    }
+
+    #[test]
+    fn meters_make_the_estimate_moot() {
+        let (mut learning, window) = learned(Instant::now());
+        learning.forget();
+        assert_eq!(learning.quota(window), None);
+    }
+
+    #[test]
+    fn a_spent_learned_window_is_over_once_at_its_end() {
+        let (mut learning, window) = learned(Instant::now());
+        let end = learning.quota(window).unwrap().reset_at;
+        for nth in 1..20 {
+            learning.accepted(window + MS * nth, window + MS * nth);
+        }
+        assert_eq!(learning.quota(window + 20 * MS).unwrap().remaining, 0);
+        assert!(!learning.spent_window_over(end - MS));
+        assert!(learning.spent_window_over(end));
+        assert!(!learning.spent_window_over(end), "once");
+    }
+}
