@@ -81,7 +81,7 @@ pub use backoff::Backoff;
 pub use future::ResponseFuture;
 pub use gate::{GateSnapshot, Gates, MemoryStore, Window, WindowStore};
 pub use headers::{Meter, RateLimitInfo};
-pub use key::Key;
+pub use key::{InvalidOrigin, Key};
 pub use layer::RateLimitLayer;
 pub use policy::BoxError;
 pub use service::RateLimit;
