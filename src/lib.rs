@@ -65,6 +65,7 @@
 mod backoff;
 mod budget;
 mod config;
+mod cost;
 mod events;
 mod future;
 mod gate;
@@ -78,6 +79,7 @@ mod settings;
 mod throttled;
 
 pub use backoff::Backoff;
+pub use cost::CallCost;
 pub use future::ResponseFuture;
 pub use gate::{GateSnapshot, Gates, MemoryStore, Window, WindowStore};
 pub use headers::{Meter, RateLimitInfo};
