@@ -11,6 +11,10 @@
 //!    wait, or rate limited;
 //! 4. waits, within the call's budget, then tries again.
 //!
+//! The response it returns carries the last [`RateLimitInfo`] and what the call cost
+//! ([`CallCost`]: the requests sent, the time waited). Calls are gated per [`Key`] (the
+//! origin, unless a key function names another limit), and [`Gates`] read any key's state.
+//!
 //! The rules, each with its reason:
 //!
 //! - **A server's instruction is never shortened.** `Retry-After` (or the reset of a meter
