@@ -145,6 +145,11 @@ impl Budget {
         self.waited = self.waited.saturating_add(wait);
     }
 
+    /// How long the call has waited so far, every wait added up.
+    pub(crate) fn waited(&self) -> Duration {
+        self.waited
+    }
+
     /// How many retries the call has made.
     pub(crate) fn retries(&self) -> u32 {
         self.transient_retries + self.rate_limited_retries

@@ -18,7 +18,8 @@
 //! gate or asleep, counts against the call's budget, and a wait that cannot fit ends the call
 //! with the last outcome, or, once a wait has begun, with [`Throttled`] (carrying the head of the
 //! response the call had: its body is dropped when the wait begins, so that a waiting call
-//! holds no connection); dropping the future at any point leaves the gate's queue and releases
+//! holds no connection); whichever way a call ends, with a response or `Throttled`, it says
+//! what it cost ([`CallCost`]); dropping the future at any point leaves the gate's queue and releases
 //! what it held (a place and a pass do so on drop).
 
 use std::future::Future;
@@ -35,6 +36,7 @@ use tower_service::Service;
 
 use crate::budget::{Answer, Budget, closure};
 use crate::config::Config;
+use crate::cost::CallCost;
 use crate::events;
 use crate::gate::{Call, Entered, Held, Pass, Place, Retry, Said, after};
 use crate::jitter::Draws;
@@ -292,7 +294,9 @@ where
             attempt,
             Some(&throttled),
         );
-        Step::Finish(give_up(self.last.take(), throttled))
+        // The attempt held at the gate was never sent: only those before it were.
+        let cost = CallCost::new(attempt - 1, self.budget.waited());
+        Step::Finish(give_up(self.last.take(), throttled.with_cost(cost)))
     }
 
     /// The attempt came back: what it said goes to the gate, the policy classifies it, and the
@@ -312,6 +316,8 @@ where
             Err(error) => (Err(error.into()), None),
         };
         let attempt = self.budget.retries() + 1;
+        // What the call cost if it ends with this outcome: nothing more is waited before then.
+        let cost = CallCost::new(attempt, self.budget.waited());
         let seen = Attempt::new(self.request, Outcome::of(&outcome), attempt);
         let action = self.policy.classify(&seen);
         let answer = said.as_ref().map_or_else(Answer::default, Said::answer);
@@ -344,12 +350,12 @@ where
             _ => Held::Free,
         };
         let Some(decision) = decision else {
-            return Step::Finish(outcome);
+            return Step::Finish(with_cost(outcome, cost));
         };
         let key = self.gate.as_ref().map(Call::key);
         events::wait_decided(key, self.request, &decision, attempt);
         let Some(body) = next.filter(|_| decision.declined.is_none()) else {
-            return Step::Finish(outcome);
+            return Step::Finish(with_cost(outcome, cost));
         };
         if let Held::Throttled(throttled) = &held {
             // The gate stays closed longer than the call may wait, and nothing was waited yet:
@@ -361,7 +367,7 @@ where
                 retry,
                 Some(throttled),
             );
-            return Step::Finish(outcome);
+            return Step::Finish(with_cost(outcome, cost));
         }
         *self.last = Some(match outcome {
             Ok(response) => Kept::Head(response.into_parts().0),
@@ -383,6 +389,17 @@ where
             }
         }
     }
+}
+
+/// `outcome`, with what the call `cost` in a response's extensions.
+fn with_cost<R>(
+    outcome: Result<Response<R>, BoxError>,
+    cost: CallCost,
+) -> Result<Response<R>, BoxError> {
+    outcome.map(|mut response| {
+        response.extensions_mut().insert(cost);
+        response
+    })
 }
 
 /// How a call ends when its wait cannot fit: with `throttled` (nothing was sent, or the

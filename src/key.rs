@@ -9,6 +9,7 @@ use std::fmt;
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher, RandomState};
 use std::sync::{Arc, OnceLock};
 
+use http::Uri;
 use http::request::Parts;
 use http::uri::{Authority, Scheme};
 
@@ -16,9 +17,14 @@ use http::uri::{Authority, Scheme};
 ///
 /// By default the origin the request is sent to (`scheme://host:port`, from the URI, or the
 /// `Host` header for a relative URI; a URI's userinfo is no part of it): servers count clients
-/// per origin unless they say otherwise. A [`key function`](crate::RateLimitLayer::key) can
-/// name another limit: one per credential ([`Key::credential`]), or per tenant
-/// ([`Key::named`]).
+/// per origin unless they say otherwise. So two APIs on one origin share one gate (a 429 from
+/// GitHub's search API holds calls to its core API too) unless a
+/// [`key function`](crate::RateLimitLayer::key) names them apart: one key per credential
+/// ([`Key::credential`]), per tenant or per API ([`Key::named`]).
+///
+/// To read a gate ([`Gates::snapshot`](crate::Gates::snapshot)) no request is needed: the key
+/// of an origin is [`Key::from_origin`] (or [`Key::from_uri`]), and a credential's key is the
+/// same whoever makes it.
 ///
 /// # Example
 ///
@@ -27,10 +33,13 @@ use http::uri::{Authority, Scheme};
 ///
 /// let (parts, _) = http::Request::get("https://api.test/v1/items").body(()).unwrap().into_parts();
 /// assert_eq!(Key::origin(&parts).unwrap().to_string(), "https://api.test");
+/// assert_eq!(Key::origin(&parts).unwrap(), Key::from_origin("https://api.test").unwrap());
 /// assert_eq!(Key::named("tenant-42").to_string(), "tenant-42");
+/// // Only a fingerprint of a credential is kept, and shown.
 /// let token = Key::credential("Bearer sk-live-0123");
 /// assert!(token.to_string().starts_with("credential:"));
 /// assert!(!token.to_string().contains("sk-live"));
+/// assert_eq!(token, Key::credential("Bearer sk-live-0123"));
 /// ```
 #[derive(Clone)]
 pub struct Key {
@@ -53,16 +62,76 @@ impl Key {
     /// The origin `request` is sent to, without the URI's userinfo; `None` if neither its URI
     /// nor its `Host` header names one.
     pub fn origin(request: &Parts) -> Option<Key> {
-        let authority = match request.uri.authority() {
-            Some(authority) => authority.clone(),
-            None => request
-                .headers
-                .get(http::header::HOST)?
-                .to_str()
-                .ok()?
-                .parse()
-                .ok()?,
-        };
+        if request.uri.authority().is_some() {
+            return Key::from_uri(&request.uri);
+        }
+        let host = request
+            .headers
+            .get(http::header::HOST)?
+            .to_str()
+            .ok()?
+            .parse()
+            .ok()?;
+        // A relative URI has no scheme: the key is the host alone, as the request names it.
+        Key::of_origin(None, host)
+    }
+
+    /// The origin of `uri` (`scheme://host:port`, without its userinfo, path or query): the
+    /// key of every request sent to it, by default. `None` for a URI without a host.
+    ///
+    /// For a key to read a gate with ([`Gates::snapshot`](crate::Gates::snapshot)) without
+    /// building a request.
+    ///
+    /// ```
+    /// use tower_retry_after::Key;
+    ///
+    /// let uri: http::Uri = "https://api.test/v1/items?page=2".parse().unwrap();
+    /// assert_eq!(Key::from_uri(&uri).unwrap().to_string(), "https://api.test");
+    /// assert_eq!(Key::from_uri(&"/v1/items".parse().unwrap()), None);
+    /// ```
+    pub fn from_uri(uri: &Uri) -> Option<Key> {
+        Key::of_origin(uri.scheme().cloned(), uri.authority()?.clone())
+    }
+
+    /// The origin written as `scheme://host[:port]` (a trailing `/` is allowed), the same key
+    /// as [`Key::origin`] gives every request sent there.
+    ///
+    /// A path or query is an error rather than ignored: every path of an origin shares its
+    /// gate, and a key that looked like `https://api.test/search` would suggest otherwise.
+    /// A host without a scheme is an error too: it would not be the key of any request sent
+    /// with a full URI, as clients send them.
+    ///
+    /// ```
+    /// use tower_retry_after::Key;
+    ///
+    /// let key = Key::from_origin("https://API.test:8443").unwrap();
+    /// assert_eq!(key.to_string(), "https://api.test:8443");
+    /// let error = Key::from_origin("api.test").unwrap_err();
+    /// assert_eq!(error.to_string(), "invalid origin: no scheme; write it as https://host[:port]");
+    /// assert!(Key::from_origin("https://api.test/search").is_err());
+    /// ```
+    pub fn from_origin(origin: &str) -> Result<Key, InvalidOrigin> {
+        let uri: Uri = origin
+            .parse()
+            .map_err(|_| InvalidOrigin(Problem::NotAUri))?;
+        if uri.scheme().is_none() {
+            return Err(InvalidOrigin(Problem::NoScheme));
+        }
+        if uri
+            .path_and_query()
+            .is_some_and(|rest| rest.as_str() != "/")
+        {
+            return Err(InvalidOrigin(Problem::PathOrQuery));
+        }
+        // `http` takes `https://user@:80` as a URI; as an origin it names no server.
+        if uri.host().is_none_or(str::is_empty) {
+            return Err(InvalidOrigin(Problem::NoHost));
+        }
+        Key::from_uri(&uri).ok_or(InvalidOrigin(Problem::NoHost))
+    }
+
+    /// The key of `authority` under `scheme`: without userinfo, in lower case.
+    fn of_origin(scheme: Option<Scheme>, authority: Authority) -> Option<Key> {
         // Userinfo is a credential, no part of the origin: it would be printed with the key.
         let text = authority.as_str();
         let (host_and_port, had_userinfo) = match text.bytes().rposition(|byte| byte == b'@') {
@@ -76,7 +145,6 @@ impl Key {
             } else {
                 authority
             };
-        let scheme = request.uri.scheme().cloned();
         let hash = map_hash(|hasher| {
             hasher.write_u8(0);
             hasher.write(scheme.as_ref().map_or("", Scheme::as_str).as_bytes());
@@ -119,6 +187,46 @@ impl Key {
         }
     }
 }
+
+/// Why [`Key::from_origin`] did not take a string as an origin.
+///
+/// The message says what is wrong but does not repeat the string: it may hold a credential
+/// (`https://user:password@host`), and errors are logged.
+///
+/// # Example
+///
+/// ```
+/// use tower_retry_after::Key;
+///
+/// let error = Key::from_origin("https://api.test/v1").unwrap_err();
+/// assert!(error.to_string().starts_with("invalid origin: a path or query is no part of it"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InvalidOrigin(Problem);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Problem {
+    NotAUri,
+    NoScheme,
+    PathOrQuery,
+    NoHost,
+}
+
+impl fmt::Display for InvalidOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.0 {
+            Problem::NotAUri => "invalid origin: not a URI",
+            Problem::NoScheme => "invalid origin: no scheme; write it as https://host[:port]",
+            Problem::PathOrQuery => {
+                "invalid origin: a path or query is no part of it; every path of an origin \
+                 shares its gate unless a key function names them apart"
+            }
+            Problem::NoHost => "invalid origin: no host",
+        })
+    }
+}
+
+impl std::error::Error for InvalidOrigin {}
 
 /// The seed of every map of keys in this process: random, so that the keys an attacker can
 /// choose (hosts, names) cannot be made to collide in the gates' table.
@@ -250,6 +358,34 @@ mod tests {
             key,
             Key::origin(&parts("http://api.test:8443/", None)).unwrap()
         );
+    }
+
+    #[test]
+    fn a_uri_or_an_origin_names_the_key_its_requests_get() {
+        let request = Key::origin(&parts("https://API.test:8443/v1/items?page=2", None));
+        let uri: Uri = "https://alice:hunter2@api.TEST:8443/other".parse().unwrap();
+        assert_eq!(Key::from_uri(&uri), request);
+        for origin in ["https://api.test:8443", "HTTPS://api.Test:8443/"] {
+            assert_eq!(Key::from_origin(origin).ok(), request, "{origin}");
+        }
+        assert_ne!(Key::from_origin("http://api.test:8443").ok(), request);
+        assert_eq!(Key::from_uri(&"/v1/items".parse().unwrap()), None);
+    }
+
+    #[test]
+    fn what_is_not_an_origin_is_told_apart_without_being_repeated() {
+        let problem = |origin| Key::from_origin(origin).unwrap_err().0;
+        assert_eq!(problem("api.test"), Problem::NoScheme);
+        assert_eq!(problem("/v1/items"), Problem::NoScheme);
+        assert_eq!(problem("https://api.test/search"), Problem::PathOrQuery);
+        assert_eq!(problem("https://api.test?page=2"), Problem::PathOrQuery);
+        assert_eq!(problem("https://api test"), Problem::NotAUri);
+        assert_eq!(problem(""), Problem::NotAUri);
+        assert_eq!(problem("https://user:hunter2@:80"), Problem::NoHost);
+        let shown = Key::from_origin("https://user:hunter2@api.test/v1")
+            .unwrap_err()
+            .to_string();
+        assert!(!shown.contains("hunter2"), "{shown}");
     }
 
     #[test]

@@ -126,7 +126,12 @@ impl<P> RateLimitLayer<P> {
     ///
     /// An outer `tower::timeout::Timeout` bounds the whole call, waits included, and cancels it
     /// wherever it stands (nothing is left at the gate); `max_wait` is the layer's own bound,
-    /// which ends the call with what it had instead of an elapsed error.
+    /// which ends the call with what it had instead of an elapsed error. Whichever is shorter
+    /// decides: a timeout below `max_wait` (plus the time the attempts themselves take) cuts
+    /// waits the budget allows, and the caller gets `Elapsed` instead of the last response or
+    /// [`Throttled`](crate::Throttled). Set the timeout above it to let the layer decide, or
+    /// lower `max_wait` to fit under the timeout. Each response says what its call waited:
+    /// [`CallCost`](crate::CallCost).
     ///
     /// With [`rate_limited_retries`](Self::rate_limited_retries) this makes the crossover
     /// between count and duration: at the defaults, instructions shorter than
@@ -232,17 +237,58 @@ impl<P> RateLimitLayer<P> {
     }
 
     /// Names the rate limit each request counts against (default: its origin,
-    /// [`Key::origin`]). Calls with the same key share one gate; `None` leaves a request
-    /// ungated.
+    /// [`Key::origin`]). Calls with the same key share one gate, so two APIs on one origin
+    /// (GitHub's search and core limits, say) share one unless the key function names them
+    /// apart.
+    ///
+    /// `None` means the request is not gated at all: it waits at no gate, and a 429 it gets
+    /// holds no other call (its own retry still sleeps out the server's wait). It is a silent
+    /// opt-out, so where what a key function looks for is missing it should fall back to the
+    /// origin, as below, rather than to `None`.
+    ///
+    /// ```
+    /// use tower::{Service, ServiceBuilder, ServiceExt};
+    /// use tower_retry_after::{Gates, Key, RateLimitLayer};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), tower::BoxError> {
+    /// // One limit per API token, as servers that count per credential do (the key keeps only
+    /// // a fingerprint of the token: it is printed in events and errors); a request without
+    /// // a token counts against its origin.
+    /// let gates = Gates::new();
+    /// let layer = RateLimitLayer::new()
+    ///     .gates(gates.clone())
+    ///     .key(|request: &http::request::Parts| match request.headers.get("authorization") {
+    ///         Some(token) => Some(Key::credential(token.as_bytes())),
+    ///         None => Key::origin(request),
+    ///     });
+    /// # // A stand-in for the API: 59 of its 60 calls a minute left.
+    /// # let mut client = ServiceBuilder::new().layer(layer).service_fn(|_: http::Request<String>| async {
+    /// #     http::Response::builder()
+    /// #         .header("ratelimit-policy", r#""minute";q=60;w=60"#)
+    /// #         .header("ratelimit", r#""minute";r=59;t=30"#)
+    /// #         .body(String::new())
+    /// # });
+    ///
+    /// let anonymous = http::Request::get("https://api.test/items").body(String::new())?;
+    /// client.ready().await?.call(anonymous).await?;
+    /// let origin = gates.snapshot(&Key::from_origin("https://api.test")?).unwrap();
+    /// assert_eq!(origin.remaining(), Some(59));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// Two APIs on one origin, each with a limit of its own:
     ///
     /// ```
     /// use tower_retry_after::{Key, RateLimitLayer};
     ///
-    /// // One limit per API token, as servers that count per credential do. The key keeps only
-    /// // a fingerprint of the token: it is printed in events and errors.
     /// let layer = RateLimitLayer::new().key(|request: &http::request::Parts| {
-    ///     let token = request.headers.get("authorization")?;
-    ///     Some(Key::credential(token.as_bytes()))
+    ///     if request.uri.path().starts_with("/search/") {
+    ///         Some(Key::named("api.github.com search"))
+    ///     } else {
+    ///         Key::origin(request)
+    ///     }
     /// });
     /// # let _ = layer;
     /// ```

@@ -11,6 +11,10 @@
 //!    wait, or rate limited;
 //! 4. waits, within the call's budget, then tries again.
 //!
+//! The response it returns carries the last [`RateLimitInfo`] and what the call cost
+//! ([`CallCost`]: the requests sent, the time waited). Calls are gated per [`Key`] (the
+//! origin, unless a key function names another limit), and [`Gates`] read any key's state.
+//!
 //! The rules, each with its reason:
 //!
 //! - **A server's instruction is never shortened.** `Retry-After` (or the reset of a meter
@@ -65,6 +69,7 @@
 mod backoff;
 mod budget;
 mod config;
+mod cost;
 mod events;
 mod future;
 mod gate;
@@ -78,10 +83,11 @@ mod settings;
 mod throttled;
 
 pub use backoff::Backoff;
+pub use cost::CallCost;
 pub use future::ResponseFuture;
 pub use gate::{GateSnapshot, Gates, MemoryStore, Window, WindowStore};
 pub use headers::{Meter, RateLimitInfo};
-pub use key::Key;
+pub use key::{InvalidOrigin, Key};
 pub use layer::RateLimitLayer;
 pub use policy::BoxError;
 pub use service::RateLimit;

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use http::{HeaderMap, StatusCode, response};
 
+use crate::cost::CallCost;
 use crate::headers::RateLimitInfo;
 use crate::key::Key;
 
@@ -14,7 +15,8 @@ use crate::key::Key;
 ///
 /// A call that had a response and then gave up waiting to retry it ends with `Throttled` too,
 /// carrying that response's status, headers and reading: its body was dropped when the wait
-/// began, so that a waiting call holds no connection.
+/// began, so that a waiting call holds no connection. Either way it says what the call cost
+/// before it gave up ([`cost`](Self::cost)).
 ///
 /// It reaches the caller boxed, as a [`BoxError`](crate::BoxError) (tower's convention, as
 /// `tower::load_shed` does with `Overloaded`): downcast to read it.
@@ -27,6 +29,8 @@ use crate::key::Key;
 ///
 /// fn wait_hint(error: &BoxError) -> Option<(Duration, Option<http::StatusCode>)> {
 ///     let throttled = error.downcast_ref::<Throttled>()?;
+///     let cost = throttled.cost();
+///     tracing::warn!(attempts = cost.attempts(), waited = ?cost.waited(), "gave up: {throttled}");
 ///     Some((throttled.retry_after(), throttled.status()))
 /// }
 /// # let _ = wait_hint;
@@ -36,6 +40,7 @@ pub struct Throttled {
     key: Key,
     retry_after: Duration,
     response: Option<Box<Head>>,
+    cost: CallCost,
 }
 
 /// What is kept of the last response a call had.
@@ -52,7 +57,16 @@ impl Throttled {
             key,
             retry_after,
             response: None,
+            // The call sets what it cost when it gives up (`with_cost`): the gate that makes
+            // this error does not know.
+            cost: CallCost::new(0, Duration::ZERO),
         }
+    }
+
+    /// The call that gives up with this error cost `cost`.
+    pub(crate) fn with_cost(mut self, cost: CallCost) -> Self {
+        self.cost = cost;
+        self
     }
 
     /// The call gave up waiting to retry the response whose head this is.
@@ -90,6 +104,12 @@ impl Throttled {
     /// What the layer read of that response's rate-limit headers.
     pub fn info(&self) -> Option<&RateLimitInfo> {
         self.response.as_ref()?.info.as_ref()
+    }
+
+    /// What the call cost before it gave up: the requests it sent (none, if it gave up at its
+    /// key's gate before the first) and the time it waited.
+    pub fn cost(&self) -> CallCost {
+        self.cost
     }
 }
 

@@ -108,6 +108,10 @@ pub enum Action {
 /// `B` is the request body type, `ResBody` the response body type. A policy is cloned for each
 /// call, so `&mut self` state lives as long as one call and its retries.
 ///
+/// By the time [`classify`](Policy::classify) runs, a response carries what the layer read of
+/// its headers, a [`RateLimitInfo`](crate::RateLimitInfo), in its extensions: a policy can
+/// decide by the server's meters as well as by the status.
+///
 /// # Example
 ///
 /// ```
@@ -137,6 +141,45 @@ pub trait Policy<B, ResBody> {
     ///
     /// A response carries what the layer read of its headers, as a
     /// [`RateLimitInfo`](crate::RateLimitInfo) in its extensions, by the time it is classified.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use tower::{Service, ServiceBuilder, ServiceExt};
+    /// use tower_retry_after::policy::{classify_fn, Action, Attempt, PolicyExt, StatusPolicy};
+    /// use tower_retry_after::{CallCost, RateLimitInfo, RateLimitLayer};
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), tower::BoxError> {
+    /// // GitHub answers a spent quota with 403 and `x-ratelimit-remaining: 0`: that 403 is a
+    /// // rate limit, waited out until the meter's reset.
+    /// let github = StatusPolicy::new().or(classify_fn(|attempt: &Attempt<'_, String>| {
+    ///     let Some(response) = attempt.response() else { return Action::Return };
+    ///     let info = response.extensions().get::<RateLimitInfo>();
+    ///     let spent = info.and_then(RateLimitInfo::binding_meter).is_some_and(|meter| meter.is_exhausted());
+    ///     if response.status() == 403 && spent { Action::RateLimited } else { Action::Return }
+    /// }));
+    ///
+    /// # // A stand-in for the API: the first request is refused so, for a second.
+    /// # let answered = Arc::new(AtomicUsize::new(0));
+    /// # let api = move |_: http::Request<String>| {
+    /// #     let spent = answered.fetch_add(1, Ordering::SeqCst) == 0;
+    /// #     let response = match spent {
+    /// #         true => http::Response::builder().status(403).header("x-ratelimit-remaining", "0"),
+    /// #         false => http::Response::builder().header("x-ratelimit-remaining", "4999"),
+    /// #     };
+    /// #     async move { response.header("x-ratelimit-reset", "1").body(String::new()) }
+    /// # };
+    /// let mut client = ServiceBuilder::new()
+    ///     .layer(RateLimitLayer::new().with_policy(github))
+    ///     .service_fn(api);
+    /// let request = http::Request::get("https://api.github.test/user").body(String::new())?;
+    /// let response = client.ready().await?.call(request).await?;
+    /// assert_eq!(response.status(), 200);
+    /// assert_eq!(response.extensions().get::<CallCost>().unwrap().attempts(), 2);
+    /// # Ok(())
+    /// # }
+    /// ```
     fn classify(&mut self, attempt: &Attempt<'_, ResBody>) -> Action;
 
     /// A copy of the request body for another attempt; `None` (the default) means the request

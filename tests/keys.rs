@@ -1,0 +1,120 @@
+//! Keys as a user names them: per credential with the origin as the fallback, and two APIs on
+//! one origin, together or apart. Against a real hyper server on loopback that counts what it
+//! received, on a paused clock.
+
+mod support;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Request;
+use http::request::Parts;
+use http_body_util::Full;
+use support::{TestServer, client, header};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tower::{Service, ServiceBuilder, ServiceExt};
+use tower_retry_after::{Gates, Key, RateLimitLayer};
+
+const SECOND: Duration = Duration::from_secs(1);
+
+/// Sends a GET to `path` on `server` through `layer`, with `token` as its `Authorization`, in
+/// a task of its own.
+fn spawn_get(
+    layer: &RateLimitLayer,
+    server: &TestServer,
+    path: &str,
+    token: Option<&'static str>,
+) -> JoinHandle<u16> {
+    let mut request = Request::get(server.url(path));
+    if let Some(token) = token {
+        request = request.header("authorization", token);
+    }
+    let request = request.body(Full::new(Bytes::new())).unwrap();
+    let mut service = ServiceBuilder::new().layer(layer.clone()).service(client());
+    tokio::spawn(async move {
+        let response = service.ready().await.unwrap().call(request).await.unwrap();
+        response.status().as_u16()
+    })
+}
+
+/// The first request to `path` is refused for `seconds`; every other request is answered.
+fn refuses_first(
+    path: &'static str,
+    seconds: u64,
+) -> impl Fn(&http::Method, &str, usize) -> (u16, Vec<(&'static str, String)>) {
+    move |_, asked, nth| {
+        if asked == path && nth == 0 {
+            (429, vec![header("retry-after", seconds)])
+        } else {
+            (200, vec![])
+        }
+    }
+}
+
+/// How long after `start` the first request to `path` arrived.
+fn arrived(server: &TestServer, path: &str, start: Instant) -> Duration {
+    server.arrivals("GET", path)[0] - start
+}
+
+/// The key function of the `key` setter's documentation.
+fn per_token_or_origin(request: &Parts) -> Option<Key> {
+    match request.headers.get("authorization") {
+        Some(token) => Some(Key::credential(token.as_bytes())),
+        None => Key::origin(request),
+    }
+}
+
+/// A request without the token the key function looks for is still held at its origin's gate
+/// (`None` would leave it ungated), while a request with a token has a gate of its own.
+#[tokio::test(start_paused = true)]
+async fn a_request_without_a_token_is_held_at_its_origin_under_the_documented_key() {
+    let server = TestServer::start(refuses_first("/refused", 2)).await;
+    let gates = Gates::new();
+    let layer = RateLimitLayer::new()
+        .gates(gates.clone())
+        .key(per_token_or_origin);
+    let start = Instant::now();
+    let refused = spawn_get(&layer, &server, "/refused", None);
+    tokio::time::sleep(SECOND / 2).await;
+    let origin = Key::from_origin(&server.url("")).unwrap();
+    assert!(gates.snapshot(&origin).unwrap().closed_for().is_some());
+
+    let anonymous = spawn_get(&layer, &server, "/anonymous", None);
+    let with_token = spawn_get(&layer, &server, "/token", Some("Bearer sk-1"));
+    assert_eq!(with_token.await.unwrap(), 200);
+    assert!(arrived(&server, "/token", start) < SECOND);
+    assert_eq!(anonymous.await.unwrap(), 200);
+    assert!(arrived(&server, "/anonymous", start) >= 2 * SECOND);
+    assert_eq!(refused.await.unwrap(), 200);
+    assert!(gates.snapshot(&Key::credential("Bearer sk-1")).is_some());
+}
+
+/// GitHub-like: a search API and a core API on one origin. By default a 429 from search holds
+/// core calls too; a key function that names search apart lets core calls go.
+#[tokio::test(start_paused = true)]
+async fn two_apis_on_one_origin_share_one_gate_unless_keyed_apart() {
+    let by_api = |request: &Parts| match request.uri.path().starts_with("/search/") {
+        true => Some(Key::named("search")),
+        false => Key::origin(request),
+    };
+    for (layer, keyed_apart) in [
+        (RateLimitLayer::new(), false),
+        (RateLimitLayer::new().key(by_api), true),
+    ] {
+        let server = TestServer::start(refuses_first("/search/code", 5)).await;
+        let start = Instant::now();
+        let search = spawn_get(&layer, &server, "/search/code", None);
+        tokio::time::sleep(SECOND / 2).await;
+        assert_eq!(
+            spawn_get(&layer, &server, "/core", None).await.unwrap(),
+            200
+        );
+        let core = arrived(&server, "/core", start);
+        match keyed_apart {
+            true => assert!(core < SECOND, "core held {core:?} by search's 429"),
+            false => assert!(core >= 5 * SECOND, "core sent {core:?} into a closed gate"),
+        }
+        assert_eq!(search.await.unwrap(), 200);
+    }
+}
