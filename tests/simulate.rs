@@ -1,5 +1,8 @@
-//! The simulator is deterministic: the same seed gives the same table and picture, byte for
-//! byte (its modules are the example's own).
+//! The simulator: deterministic (the same seed gives the same tables and picture, byte for
+//! byte), its network really takes a round trip, and what the layer does against it today
+//! (its modules are the example's own).
+
+#![allow(dead_code)] // the example's modules: each test takes the part it needs
 
 #[path = "../examples/simulate/limiter.rs"]
 mod limiter;
@@ -7,28 +10,113 @@ mod limiter;
 mod sim;
 #[path = "../examples/simulate/timeline.rs"]
 mod timeline;
+#[path = "../examples/simulate/workload.rs"]
+mod workload;
 
-use limiter::Model;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, StatusCode};
+use http_body_util::Full;
+use limiter::{Algorithm, Headers};
+use tokio::time::Instant;
+use tower::ServiceExt;
+use workload::{Args, Measured};
+
+/// The workload of issue 12's table: 20 per 1 s, 50 workers, 400 requests.
+fn issue_12() -> Args {
+    Args {
+        limit: 20,
+        ..Args::default()
+    }
+}
 
 fn report(seed: u64) -> (String, String) {
-    let pictured = (Model::FixedWindowRemaining, 200);
-    let (table, runs) = sim::report(seed, &[10, 200], pictured);
-    (table, timeline::svg("determinism", &runs).unwrap())
+    let args = Args {
+        requests: 200,
+        matrix: true,
+        ..issue_12()
+    };
+    let rows = sim::runs(&args, seed);
+    let mut tables = workload::matrix_table(&rows);
+    for (_, outcomes) in &rows {
+        tables.push_str(&workload::runs_table(outcomes));
+    }
+    let picture = timeline::svg("determinism", &rows[0].1).unwrap();
+    (tables, picture)
 }
 
 #[test]
 fn the_same_seed_gives_the_same_report_byte_for_byte() {
     let first = report(7);
     assert_eq!(first, report(7));
-    assert_ne!(first.0, report(8).0, "the seed does reach the jitter");
+    assert_ne!(first.0, report(8).0, "the seed does reach the draws");
 }
 
 #[test]
-fn the_layer_serves_every_call_without_a_refusal_where_meters_are_sent() {
-    let (table, _) = report(7);
-    let row = table
-        .lines()
-        .find(|line| line.contains("draft 08 | 200 | RateLimitLayer"))
-        .unwrap();
-    assert!(row.contains("| 200 | 0 | 200/200 |"), "{row}");
+fn a_call_through_the_network_takes_a_round_trip_and_is_decided_half_way() {
+    sim::paused(async {
+        let args = Args::default();
+        let network = sim::Network::new(&args, Headers::Draft8, 7);
+        let mut trips = Vec::new();
+        for _ in 0..50 {
+            let sent = Instant::now();
+            let request = Request::get("http://api.test/").body(Full::new(Bytes::new()));
+            let response = network.clone().oneshot(request.unwrap()).await.unwrap();
+            assert_eq!(response.status(), StatusCode::OK);
+            trips.push((sent, Instant::now() - sent));
+        }
+        let measured = Measured {
+            completion: Duration::ZERO,
+            latencies: Vec::new(),
+        };
+        let log = network.outcome(measured, 1).log;
+        let start = trips[0].0;
+        for (&(sent, trip), &(arrived, _)) in trips.iter().zip(&log) {
+            assert!(
+                (Duration::from_millis(20)..=Duration::from_millis(80)).contains(&trip),
+                "{trip:?}"
+            );
+            assert_eq!(arrived, sent - start + trip / 2, "decided half way");
+        }
+        let shortest = trips.iter().map(|(_, trip)| trip).min().unwrap();
+        let longest = trips.iter().map(|(_, trip)| trip).max().unwrap();
+        assert!(
+            *longest - *shortest > Duration::from_millis(30),
+            "trips spread over the range: {shortest:?} to {longest:?}"
+        );
+    });
+}
+
+/// Under meters the layer with its defaults is never refused: the slow start sends one request
+/// to a cold key and the quota its answer reports. Without the slow start, the 50 workers'
+/// first requests go before any answer comes back, and 30 of them find a window of 20 spent.
+#[test]
+fn the_layer_under_meters_is_refused_only_at_a_cold_start_without_the_slow_start() {
+    for (args, blind) in [
+        (issue_12(), 30),
+        (Args::default(), 0),
+        (
+            Args {
+                algorithm: Algorithm::Aligned,
+                ..issue_12()
+            },
+            30,
+        ),
+    ] {
+        let rows = sim::runs(&args, 7);
+        let (_, outcomes) = &rows[0];
+        let plain = &outcomes[0];
+        let without_slow_start = &outcomes[1];
+        let layer = outcomes.last().unwrap();
+        assert_eq!(layer.refused(), 0, "{}", args.describe());
+        assert!(
+            without_slow_start.refused() <= blind,
+            "{}: {}",
+            args.describe(),
+            without_slow_start.refused()
+        );
+        assert!(plain.refused() > 10 * blind.max(1));
+        assert_eq!(layer.measured.latencies.len(), args.requests);
+    }
 }

@@ -1,212 +1,340 @@
-//! The limiters the simulation runs against, on tokio's clock: each answers at once, and logs
-//! every request with the time it arrived and the status it got.
+//! The rate limiter that the demo serves over loopback and the simulator serves over its
+//! simulated network: one client's quota, counted by one of four algorithms and told with one
+//! of six header styles. It reads no clock: each answer is given the server's wall clock (the
+//! system's in the demo, a simulated one in the simulator), so both run the very same limiter.
+//!
+//! Every figure a header carries is in whole seconds, rounded the way real servers round:
+//! countdowns up (a server that rounded them down would ask for retries inside its window),
+//! `Date` down (as HTTP dates are).
 
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::collections::VecDeque;
+use std::time::{Duration, UNIX_EPOCH};
 
-use http::{Request, Response, StatusCode};
-use tokio::time::Instant;
-use tower::BoxError;
+use http::{Response, StatusCode};
 
-/// A rate limiter's algorithm and the headers it sends.
+/// How the limiter counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Model {
-    /// `limit` per `window`, windows aligned to the clock; a 429 says `Retry-After` = the
-    /// whole window (Rack::Attack's style).
-    FixedWindowWholePeriod,
-    /// `limit` per `window`, each window opening at the first request after the last; a 429
-    /// says `Retry-After` = the whole seconds left (express-rate-limit's memory store), with
-    /// the draft 08 meters on every response.
-    FixedWindowRemaining,
-    /// A token bucket: `limit` tokens, refilled at `limit / window`; a 429 says `Retry-After`
-    /// = the whole seconds until the next token (rounded up).
+pub enum Algorithm {
+    /// `limit` per `window`, a window opening at the first request after the last one ended
+    /// (express-rate-limit's memory store). Refused requests count too.
+    FirstRequest,
+    /// `limit` per `window`, windows aligned to the clock (Rack::Attack). Refused requests
+    /// count too.
+    Aligned,
+    /// A bucket of `limit` tokens, full at the start, refilled at `limit` per `window`; a
+    /// refused request takes no token.
     TokenBucket,
-    /// GitHub's style: `limit` per `window`, `x-ratelimit-remaining` and an epoch
-    /// `x-ratelimit-reset` on every response, a 429 with no `Retry-After`.
-    EpochReset,
+    /// At most `limit` accepted requests in any span of `window` (a log of the accepted ones:
+    /// counting refused ones would lock out a client that keeps asking).
+    Sliding,
 }
 
-impl Model {
-    pub const ALL: [Model; 4] = [
-        Model::FixedWindowWholePeriod,
-        Model::FixedWindowRemaining,
-        Model::TokenBucket,
-        Model::EpochReset,
+impl Algorithm {
+    pub const ALL: [Algorithm; 4] = [
+        Algorithm::FirstRequest,
+        Algorithm::Aligned,
+        Algorithm::TokenBucket,
+        Algorithm::Sliding,
     ];
 
-    pub fn name(self) -> &'static str {
+    /// Its name on the command line.
+    pub fn flag(self) -> &'static str {
         match self {
-            Model::FixedWindowWholePeriod => "fixed window, Retry-After = period",
-            Model::FixedWindowRemaining => "fixed window, Retry-After = time left, draft 08",
-            Model::TokenBucket => "token bucket, Retry-After = next token",
-            Model::EpochReset => "GitHub-style epoch reset, no Retry-After",
+            Algorithm::FirstRequest => "first-request",
+            Algorithm::Aligned => "aligned",
+            Algorithm::TokenBucket => "token-bucket",
+            Algorithm::Sliding => "sliding",
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Algorithm::FirstRequest => "fixed windows opening at the client's first request",
+            Algorithm::Aligned => "fixed windows aligned to the clock",
+            Algorithm::TokenBucket => "a token bucket",
+            Algorithm::Sliding => "a sliding window log",
         }
     }
 }
 
-/// The simulated wall clock's start, for epoch resets and `Date`: Tue, 14 Nov 2023 22:13:20 GMT.
-const EPOCH_START: u64 = 1_700_000_000;
-
-#[derive(Clone)]
-pub struct Limiter {
-    state: Arc<Mutex<State>>,
+/// What the limiter tells its client. Every style but `None` sends `Retry-After` on a 429.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Headers {
+    /// `RateLimit-Policy` and `RateLimit` (IETF draft 08 and later): `"default";r=R;t=T`.
+    Draft8,
+    /// `RateLimit-Policy`, `RateLimit-Limit`, `-Remaining`, `-Reset` (IETF drafts up to 06).
+    Draft6,
+    /// `X-RateLimit-Limit`, `-Remaining`, and `-Reset` as a countdown.
+    XRateLimit,
+    /// `X-RateLimit-Limit`, `-Remaining`, and `-Reset` as the epoch second when it resets,
+    /// with a `Date` on every response (GitHub's style).
+    XRateLimitEpoch,
+    /// `Retry-After` on a 429, nothing else.
+    RetryAfter,
+    /// A bare 429.
+    None,
 }
 
-struct State {
-    model: Model,
+impl Headers {
+    pub const ALL: [Headers; 6] = [
+        Headers::Draft8,
+        Headers::Draft6,
+        Headers::XRateLimit,
+        Headers::XRateLimitEpoch,
+        Headers::RetryAfter,
+        Headers::None,
+    ];
+
+    /// Its name on the command line.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Headers::Draft8 => "draft-8",
+            Headers::Draft6 => "draft-6",
+            Headers::XRateLimit => "x-ratelimit",
+            Headers::XRateLimitEpoch => "x-ratelimit-epoch",
+            Headers::RetryAfter => "retry-after",
+            Headers::None => "none",
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Headers::Draft8 => "draft 08 meters",
+            Headers::Draft6 => "draft 06 meters",
+            Headers::XRateLimit => "`X-RateLimit-*` with a delta reset",
+            Headers::XRateLimitEpoch => "`X-RateLimit-*` with an epoch reset and `Date`",
+            Headers::RetryAfter => "`Retry-After` only",
+            Headers::None => "nothing",
+        }
+    }
+}
+
+/// What the count says about one request.
+struct Verdict {
+    accepted: bool,
+    /// Requests the client may still make now.
+    remaining: u32,
+    /// Until the whole quota is back: the window's end; for a token bucket, until it is full;
+    /// for a sliding window, until the last counted request leaves the span. Whole quota, not
+    /// one more request, because a meter says "`remaining` now, the full limit after the
+    /// reset": a reset at the next token would promise a full quota that is not there.
+    reset: Duration,
+    /// On a refusal, until a request would be accepted.
+    retry_after: Duration,
+}
+
+/// One client's quota.
+pub struct Limiter {
+    algorithm: Algorithm,
+    headers: Headers,
     limit: u32,
     window: Duration,
-    start: Instant,
-    window_start: Option<Instant>,
+    /// The wall clock (since the Unix epoch) when the limiter was made.
+    start: Duration,
+    /// Fixed windows: the current one's start, and the requests counted in it.
+    window_start: Option<Duration>,
     used: u32,
-    tokens: f64,
-    refilled: Instant,
+    /// Token bucket, in exact integers: a token is `window` nanoseconds' worth of units, and
+    /// `limit` units flow in each nanosecond, so `limit` tokens come back per `window`.
+    level: u128,
+    refilled: Duration,
+    /// Sliding window: when each accepted request still in the span arrived.
+    accepted: VecDeque<Duration>,
+    /// Every request: when it arrived (since `start`) and whether it was accepted.
     log: Vec<(Duration, bool)>,
 }
 
 impl Limiter {
-    pub fn new(model: Model, limit: u32, window: Duration) -> Self {
-        let now = Instant::now();
+    /// A limiter of `limit` requests per `window` (whole seconds: every header speaks whole
+    /// seconds), made at `now` on the server's wall clock.
+    pub fn new(
+        algorithm: Algorithm,
+        headers: Headers,
+        limit: u32,
+        window: Duration,
+        now: Duration,
+    ) -> Self {
+        assert!(limit > 0 && !window.is_zero() && window.subsec_nanos() == 0);
         Limiter {
-            state: Arc::new(Mutex::new(State {
-                model,
-                limit,
-                window,
-                start: now,
-                window_start: None,
-                used: 0,
-                tokens: f64::from(limit),
-                refilled: now,
-                log: Vec::new(),
-            })),
+            algorithm,
+            headers,
+            limit,
+            window,
+            start: now,
+            window_start: None,
+            used: 0,
+            level: u128::from(limit) * window.as_nanos(),
+            refilled: now,
+            accepted: VecDeque::new(),
+            log: Vec::new(),
         }
     }
 
-    /// Every request: when it arrived (from the start) and whether it was accepted.
-    pub fn log(&self) -> Vec<(Duration, bool)> {
-        self.state.lock().unwrap().log.clone()
+    /// Every request so far: when it arrived (since the limiter was made) and whether it was
+    /// accepted.
+    pub fn log(&self) -> &[(Duration, bool)] {
+        &self.log
     }
 
-    pub fn answer(&self) -> Response<String> {
-        let mut state = self.state.lock().unwrap();
-        let now = Instant::now();
-        let (accepted, headers) = state.decide(now);
-        let since_start = now - state.start;
-        state.log.push((since_start, accepted));
-        let mut response = Response::builder().status(if accepted {
-            StatusCode::OK
-        } else {
-            StatusCode::TOO_MANY_REQUESTS
-        });
-        for (name, value) in headers {
-            response = response.header(name, value);
-        }
-        response.body(String::new()).unwrap()
-    }
-}
-
-fn whole_seconds(duration: Duration) -> u64 {
-    duration.as_nanos().div_ceil(1_000_000_000) as u64
-}
-
-impl State {
-    fn decide(&mut self, now: Instant) -> (bool, Vec<(&'static str, String)>) {
-        let since_start = now - self.start;
-        match self.model {
-            Model::FixedWindowWholePeriod => {
-                let index = since_start.as_nanos() / self.window.as_nanos();
-                let start = self.start + self.window * index as u32;
-                self.count_in(start);
-                let accepted = self.used <= self.limit;
-                let headers = if accepted {
-                    vec![]
-                } else {
-                    vec![("retry-after", self.window.as_secs().to_string())]
-                };
-                (accepted, headers)
-            }
-            Model::FixedWindowRemaining => {
+    /// Counts a request arriving at `now` (the server's wall clock, since the Unix epoch) and
+    /// answers it.
+    pub fn answer(&mut self, now: Duration) -> Response<()> {
+        let verdict = match self.algorithm {
+            Algorithm::FirstRequest => {
                 let start = match self.window_start {
                     Some(start) if now < start + self.window => start,
                     _ => now,
                 };
-                self.count_in(start);
-                let left = whole_seconds(start + self.window - now).max(1);
-                let accepted = self.used <= self.limit;
-                let remaining = self.limit.saturating_sub(self.used);
-                let mut headers = vec![
-                    (
-                        "ratelimit-policy",
-                        format!("\"w\";q={};w={}", self.limit, self.window.as_secs()),
-                    ),
-                    ("ratelimit", format!("\"w\";r={remaining};t={left}")),
-                ];
-                if !accepted {
-                    headers.push(("retry-after", left.to_string()));
-                }
-                (accepted, headers)
+                self.count_in_window(start, now)
             }
-            Model::TokenBucket => {
-                let rate = f64::from(self.limit) / self.window.as_secs_f64();
-                let elapsed = (now - self.refilled).as_secs_f64();
-                self.tokens = (self.tokens + elapsed * rate).min(f64::from(self.limit));
-                self.refilled = now;
-                if self.tokens >= 1.0 {
-                    self.tokens -= 1.0;
-                    (true, vec![])
-                } else {
-                    let wait = Duration::from_secs_f64((1.0 - self.tokens) / rate);
-                    (
-                        false,
-                        vec![("retry-after", whole_seconds(wait).max(1).to_string())],
-                    )
-                }
+            Algorithm::Aligned => {
+                let into_window = now.as_nanos() % self.window.as_nanos();
+                self.count_in_window(now - nanos(into_window), now)
             }
-            Model::EpochReset => {
-                let index = since_start.as_nanos() / self.window.as_nanos();
-                let start = self.start + self.window * index as u32;
-                self.count_in(start);
-                let accepted = self.used <= self.limit;
-                let reset = EPOCH_START + whole_seconds(start + self.window - self.start);
-                let wall = EPOCH_START + since_start.as_secs();
-                let date = std::time::UNIX_EPOCH + Duration::from_secs(wall);
-                let headers = vec![
-                    ("x-ratelimit-limit", self.limit.to_string()),
-                    (
-                        "x-ratelimit-remaining",
-                        self.limit.saturating_sub(self.used).to_string(),
-                    ),
-                    ("x-ratelimit-reset", reset.to_string()),
-                    ("date", httpdate::fmt_http_date(date)),
-                ];
-                (accepted, headers)
+            Algorithm::TokenBucket => self.take_token(now),
+            Algorithm::Sliding => self.log_in_span(now),
+        };
+        self.log.push((now - self.start, verdict.accepted));
+        self.respond(&verdict, now)
+    }
+
+    /// The least time from the limiter's start in which it can accept `requests` requests:
+    /// what no client can beat, however it paces.
+    pub fn physical_limit(&self, requests: usize) -> Duration {
+        let requests = requests as u32;
+        // The window, counted from the first, in which the last request can be accepted.
+        let last_window = requests.saturating_sub(1) / self.limit;
+        match self.algorithm {
+            Algorithm::FirstRequest | Algorithm::Sliding => self.window * last_window,
+            Algorithm::Aligned if last_window == 0 => Duration::ZERO,
+            Algorithm::Aligned => {
+                // The first window is what is left of the one the start falls in.
+                let into_window = self.start.as_nanos() % self.window.as_nanos();
+                self.window - nanos(into_window) + self.window * (last_window - 1)
+            }
+            Algorithm::TokenBucket => {
+                let beyond_burst = requests.saturating_sub(self.limit);
+                nanos(
+                    (self.window * beyond_burst)
+                        .as_nanos()
+                        .div_ceil(self.limit.into()),
+                )
             }
         }
     }
 
-    /// Counts a request in the window that started at `start`.
-    fn count_in(&mut self, start: Instant) {
+    fn count_in_window(&mut self, start: Duration, now: Duration) -> Verdict {
         if self.window_start != Some(start) {
             self.window_start = Some(start);
             self.used = 0;
         }
         self.used += 1;
+        let reset = start + self.window - now;
+        Verdict {
+            accepted: self.used <= self.limit,
+            remaining: self.limit.saturating_sub(self.used),
+            reset,
+            retry_after: reset,
+        }
+    }
+
+    fn take_token(&mut self, now: Duration) -> Verdict {
+        let token = self.window.as_nanos();
+        let rate = u128::from(self.limit);
+        let full = rate * token;
+        self.level = (self.level + (now - self.refilled).as_nanos() * rate).min(full);
+        self.refilled = now;
+        let accepted = self.level >= token;
+        if accepted {
+            self.level -= token;
+        }
+        Verdict {
+            accepted,
+            remaining: (self.level / token) as u32,
+            reset: nanos((full - self.level).div_ceil(rate)),
+            retry_after: nanos(token.saturating_sub(self.level).div_ceil(rate)),
+        }
+    }
+
+    fn log_in_span(&mut self, now: Duration) -> Verdict {
+        while self
+            .accepted
+            .front()
+            .is_some_and(|&at| at + self.window <= now)
+        {
+            self.accepted.pop_front();
+        }
+        let accepted = self.accepted.len() < self.limit as usize;
+        if accepted {
+            self.accepted.push_back(now);
+        }
+        // Never empty here: it holds the request just accepted, or the `limit` that refused it.
+        let (oldest, newest) = (self.accepted[0], self.accepted[self.accepted.len() - 1]);
+        Verdict {
+            accepted,
+            remaining: self.limit - self.accepted.len() as u32,
+            reset: newest + self.window - now,
+            retry_after: oldest + self.window - now,
+        }
+    }
+
+    fn respond(&self, verdict: &Verdict, now: Duration) -> Response<()> {
+        let (limit, remaining) = (self.limit, verdict.remaining);
+        let reset = whole_seconds_up(verdict.reset);
+        let window = self.window.as_secs();
+        let fields: Vec<(&str, String)> = match self.headers {
+            Headers::Draft8 => vec![
+                (
+                    "ratelimit-policy",
+                    format!("\"default\";q={limit};w={window}"),
+                ),
+                ("ratelimit", format!("\"default\";r={remaining};t={reset}")),
+            ],
+            Headers::Draft6 => vec![
+                ("ratelimit-policy", format!("{limit};w={window}")),
+                ("ratelimit-limit", limit.to_string()),
+                ("ratelimit-remaining", remaining.to_string()),
+                ("ratelimit-reset", reset.to_string()),
+            ],
+            Headers::XRateLimit => vec![
+                ("x-ratelimit-limit", limit.to_string()),
+                ("x-ratelimit-remaining", remaining.to_string()),
+                ("x-ratelimit-reset", reset.to_string()),
+            ],
+            Headers::XRateLimitEpoch => vec![
+                ("x-ratelimit-limit", limit.to_string()),
+                ("x-ratelimit-remaining", remaining.to_string()),
+                (
+                    "x-ratelimit-reset",
+                    whole_seconds_up(now + verdict.reset).to_string(),
+                ),
+                (
+                    "date",
+                    httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(now.as_secs())),
+                ),
+            ],
+            Headers::RetryAfter | Headers::None => vec![],
+        };
+        let mut response = Response::builder();
+        for (name, value) in fields {
+            response = response.header(name, value);
+        }
+        if !verdict.accepted {
+            response = response.status(StatusCode::TOO_MANY_REQUESTS);
+            if self.headers != Headers::None {
+                // Never 0: a refusal's wait is never empty, and rounds up to 1 at least.
+                let wait = whole_seconds_up(verdict.retry_after);
+                response = response.header("retry-after", wait);
+            }
+        }
+        response.body(()).unwrap()
     }
 }
 
-impl tower::Service<Request<String>> for Limiter {
-    type Response = Response<String>;
-    type Error = BoxError;
-    type Future = std::future::Ready<Result<Response<String>, BoxError>>;
+fn whole_seconds_up(duration: Duration) -> u64 {
+    duration.as_nanos().div_ceil(1_000_000_000) as u64
+}
 
-    fn poll_ready(
-        &mut self,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), BoxError>> {
-        std::task::Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, _request: Request<String>) -> Self::Future {
-        std::future::ready(Ok(self.answer()))
-    }
+fn nanos(nanos: u128) -> Duration {
+    Duration::from_nanos(nanos as u64)
 }

@@ -1,56 +1,97 @@
-//! A deterministic simulation: four client strategies (no retry; each call sleeping its own
-//! `Retry-After`; `tower::retry` with exponential backoff; `RateLimitLayer`) against four
-//! limiter models (fixed windows with `Retry-After` = the period or the time left, a token
-//! bucket, a GitHub-style epoch reset), with 1 to 1,000 callers at once. Everything runs on
-//! tokio's paused clock with seeded jitter: the same seed prints the same report, byte for
-//! byte, in a second or two of real time.
+//! A deterministic simulation of the demo: the same workload (`workers` tasks sharing
+//! `requests` requests, each worker's one after the other), the same limiter and the same
+//! clients, over a simulated network where each request takes a seeded round trip of
+//! 20–80 ms. Everything runs on tokio's paused clock with seeded draws: the same seed prints
+//! the same report, byte for byte, in a few seconds of real time, and its figures predict the
+//! demo's.
 //!
-//! It prints a markdown table (requests sent, refused, calls served, completion against the
-//! limiter's physical limit, the longest call) and writes an SVG timeline of one scenario.
+//! It prints the demo's table (or, with `--matrix`, one row per header style) and writes an
+//! SVG timeline of the requests the limiter received from each client.
 //!
-//! Run: `cargo run --example simulate -- [--seed N] [--callers 1,10,50,200,1000] [--svg PATH]`
-//! (default SVG: docs/simulate.svg).
+//! Run: `cargo run --example simulate`, or with the demo's flags (same defaults:
+//! `--limit 50 --window 1 --workers 50 --requests 400 --limiter first-request
+//! --headers draft-8`), `--matrix`, and `[--seed N] [--svg PATH]`
+//! (default SVG: docs/simulate.svg). `--callers 10,200` runs each number of callers making
+//! one call each, all at once (workers = requests = callers).
 
 mod limiter;
 mod sim;
 mod timeline;
+mod workload;
 
-use limiter::Model;
-
-/// The callers of each run, all at once.
-const CALLERS: [usize; 5] = [1, 10, 50, 200, 1000];
+use workload::Args;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = Args::default();
     let mut seed = 7;
-    let mut callers = CALLERS.to_vec();
     let mut svg_path = "docs/simulate.svg".to_owned();
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let value = args.next().ok_or(format!("{flag} needs a value"))?;
+    let mut callers = Vec::new();
+    let mut given = std::env::args().skip(1);
+    while let Some(flag) = given.next() {
+        let mut value = || given.next().ok_or(format!("{flag} needs a value"));
         match flag.as_str() {
-            "--seed" => seed = value.parse()?,
-            "--callers" => callers = value.split(',').map(str::parse).collect::<Result<_, _>>()?,
-            "--svg" => svg_path = value,
-            other => return Err(format!("unknown flag {other}").into()),
+            "--seed" => seed = value()?.parse()?,
+            "--svg" => svg_path = value()?,
+            "--callers" => {
+                callers = value()?
+                    .split(',')
+                    .map(str::parse)
+                    .collect::<Result<_, _>>()?
+            }
+            other => {
+                if !args.read(other, value)? {
+                    return Err(format!(
+                        "unknown flag {other}\n\nflags: {} --seed N --svg PATH --callers N,N",
+                        workload::FLAGS
+                    )
+                    .into());
+                }
+            }
         }
     }
-    let pictured = (
-        Model::FixedWindowRemaining,
-        *callers.iter().max().unwrap_or(&1).min(&200),
-    );
-    let (table, runs) = sim::report(seed, &callers, pictured);
-    println!(
-        "{} requests per {:?} per limiter; every caller makes one call at once; seed {seed}\n",
-        sim::LIMIT,
-        sim::WINDOW
-    );
-    print!("{table}");
+    let workloads: Vec<Args> = if callers.is_empty() {
+        vec![args]
+    } else {
+        callers
+            .iter()
+            .map(|&callers| Args {
+                workers: callers,
+                requests: callers,
+                ..args
+            })
+            .collect()
+    };
+    let mut pictured = None;
+    for args in workloads {
+        println!("{}; seed {seed}\n", args.describe());
+        let rows = sim::runs(&args, seed);
+        if args.matrix {
+            println!("{}", workload::matrix_table(&rows));
+        }
+        for (headers, outcomes) in rows {
+            if !args.matrix {
+                println!(
+                    "headers: {}\n{}",
+                    headers.flag(),
+                    workload::runs_table(&outcomes)
+                );
+            }
+            if headers == args.headers {
+                pictured = Some((args, outcomes));
+            }
+        }
+    }
+    let (args, outcomes) = pictured.expect("the style asked for is among those run");
     let title = format!(
-        "{} callers at once, {}: requests accepted (green) and refused (red)",
-        pictured.1,
-        pictured.0.name()
+        "{} per {:?}, {}, {}; {} requests, {} workers: accepted (green) and refused (red)",
+        args.limit,
+        args.window,
+        args.algorithm.flag(),
+        args.headers.flag(),
+        args.requests,
+        args.workers,
     );
-    std::fs::write(&svg_path, timeline::svg(&title, &runs)?)?;
-    println!("\ntimeline: {svg_path}");
+    std::fs::write(&svg_path, timeline::svg(&title, &outcomes)?)?;
+    println!("timeline: {svg_path}");
     Ok(())
 }

@@ -1,260 +1,128 @@
-//! The simulation: client strategies against limiter models on a paused clock, with every
-//! random draw seeded, so the same seed gives the same report byte for byte.
+//! The simulation: the demo's workload and limiter, over a simulated network, on a paused
+//! clock, with every random draw seeded, so the same seed gives the same report byte for byte.
 
-use std::fmt::Write as _;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use http::{Request, Response, StatusCode};
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::Full;
+use indicatif::ProgressBar;
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use tokio::time::Instant;
-use tower::{BoxError, ServiceBuilder, ServiceExt};
+use tower::{BoxError, Service};
 use tower_retry_after::RateLimitLayer;
 
-use crate::limiter::{Limiter, Model};
+use crate::limiter::{Headers, Limiter};
+use crate::workload::{self, Args, CLIENTS, Client, Outcome};
 
-/// Requests per window, and the window, of every model.
-pub const LIMIT: u32 = 50;
-pub const WINDOW: Duration = Duration::from_secs(2);
-/// What every retrying strategy may spend on one call: the layer's defaults.
-const MAX_WAIT: Duration = Duration::from_secs(120);
-const MAX_RETRIES: u32 = 10;
+/// The server's wall clock at the start of the first window a run could see: Tue, 14 Nov
+/// 2023 22:13:20 GMT (each run adds a seeded fraction of a window to it).
+const EPOCH_START: Duration = Duration::from_secs(1_700_000_000);
 
-/// How a client meets a 429.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Strategy {
-    /// It hands the 429 back.
-    NoRetry,
-    /// Each call sleeps its own `Retry-After` (1 s without one) and tries again.
-    SleepRetryAfter,
-    /// `tower::retry` with exponential backoff (500 ms · 2^n, at most 20 s, jittered).
-    TowerRetry,
-    /// `RateLimitLayer` with its defaults.
-    Layer,
-}
-
-impl Strategy {
-    pub const ALL: [Strategy; 4] = [
-        Strategy::NoRetry,
-        Strategy::SleepRetryAfter,
-        Strategy::TowerRetry,
-        Strategy::Layer,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::NoRetry => "no retry",
-            Strategy::SleepRetryAfter => "sleep Retry-After per call",
-            Strategy::TowerRetry => "tower::retry, exponential",
-            Strategy::Layer => "RateLimitLayer",
-        }
-    }
-}
-
-/// What one run measured.
-pub struct Outcome {
-    pub sent: usize,
-    pub refused: usize,
-    pub served: usize,
-    /// When the last call that was served ended: the time to serve the workload.
-    pub completion: Duration,
-    /// How long the longest call took, served or not (every call starts at once).
-    pub longest_call: Duration,
-    /// Every request the limiter received: when, and whether it was accepted.
-    pub log: Vec<(Duration, bool)>,
-}
-
-/// The least time the limiter allows for `callers` requests made at once.
-pub fn physical_limit(model: Model, callers: usize) -> Duration {
-    let requests = callers as u32;
-    match model {
-        Model::TokenBucket => {
-            let beyond_burst = requests.saturating_sub(LIMIT);
-            WINDOW * beyond_burst / LIMIT
-        }
-        _ => WINDOW * ((requests - 1) / LIMIT),
-    }
-}
-
-/// `callers` calls at once against a fresh `model`, made the `strategy` way, on the current
-/// (paused) runtime.
-pub async fn run(model: Model, strategy: Strategy, callers: usize, seed: u64) -> Outcome {
-    let limiter = Limiter::new(model, LIMIT, WINDOW);
-    let started = Instant::now();
-    let layer = RateLimitLayer::new().jitter_seed(seed);
-    let ends = Arc::new(Mutex::new(Vec::new()));
-    let mut calls = Vec::new();
-    for caller in 0..callers {
-        let (limiter, layer, ends) = (limiter.clone(), layer.clone(), ends.clone());
-        let rng =
-            SmallRng::seed_from_u64(seed ^ (caller as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        calls.push(tokio::spawn(async move {
-            let status = match strategy {
-                Strategy::NoRetry => limiter.answer().status(),
-                Strategy::SleepRetryAfter => sleep_retry_after(&limiter).await,
-                Strategy::TowerRetry => tower_retry(limiter, rng).await,
-                Strategy::Layer => {
-                    let service = ServiceBuilder::new().layer(layer).service(limiter);
-                    service
-                        .oneshot(request())
-                        .await
-                        .map_or(StatusCode::TOO_MANY_REQUESTS, |response| response.status())
-                }
-            };
-            ends.lock()
-                .unwrap()
-                .push((Instant::now() - started, status == StatusCode::OK));
-        }));
-    }
-    for call in calls {
-        call.await.unwrap();
-    }
-    let ends = ends.lock().unwrap().clone();
-    let log = limiter.log();
-    Outcome {
-        sent: log.len(),
-        refused: log.iter().filter(|(_, accepted)| !accepted).count(),
-        served: ends.iter().filter(|(_, served)| *served).count(),
-        completion: ends
-            .iter()
-            .filter(|(_, served)| *served)
-            .map(|(end, _)| *end)
-            .max()
-            .unwrap_or_default(),
-        longest_call: ends.iter().map(|(end, _)| *end).max().unwrap_or_default(),
-        log,
-    }
-}
-
-fn request() -> Request<String> {
-    Request::get("http://api.test/items")
-        .body(String::new())
-        .unwrap()
-}
-
-/// What most code does: sleep the `Retry-After` of each 429 (1 s without one), try again.
-async fn sleep_retry_after(limiter: &Limiter) -> StatusCode {
-    let mut waited = Duration::ZERO;
-    for _ in 0..=MAX_RETRIES {
-        let response = limiter.answer();
-        if response.status() != StatusCode::TOO_MANY_REQUESTS {
-            return response.status();
-        }
-        let wait = response
-            .headers()
-            .get("retry-after")
-            .and_then(|value| value.to_str().ok()?.parse().ok())
-            .map_or(Duration::from_secs(1), Duration::from_secs);
-        if waited + wait > MAX_WAIT {
-            return response.status();
-        }
-        waited += wait;
-        tokio::time::sleep(wait).await;
-    }
-    StatusCode::TOO_MANY_REQUESTS
-}
-
-/// `tower::retry` with the usual exponential backoff, retrying 429s.
-async fn tower_retry(limiter: Limiter, rng: SmallRng) -> StatusCode {
-    let policy = Exponential {
-        retries: 0,
-        waited: Duration::ZERO,
-        rng,
-    };
-    let service = ServiceBuilder::new()
-        .layer(tower::retry::RetryLayer::new(policy))
-        .service(limiter);
-    service
-        .oneshot(request())
-        .await
-        .map_or(StatusCode::TOO_MANY_REQUESTS, |response| response.status())
-}
-
+/// The limiter behind a simulated network: a tower service on tokio's clock. Each request
+/// takes a round trip drawn from `args`: half of it on the way to the limiter, which decides
+/// when the request arrives, half on the way back.
 #[derive(Clone)]
-struct Exponential {
-    retries: u32,
-    waited: Duration,
-    rng: SmallRng,
+pub struct Network {
+    args: Args,
+    limiter: Arc<Mutex<Limiter>>,
+    /// Draws the round trips, in the order calls are made (which a paused current-thread
+    /// runtime repeats exactly).
+    rng: Arc<Mutex<SmallRng>>,
+    /// The server's wall clock when `started`.
+    wall_start: Duration,
+    started: Instant,
 }
 
-impl tower::retry::Policy<Request<String>, Response<String>, BoxError> for Exponential {
-    type Future = tokio::time::Sleep;
-
-    fn retry(
-        &mut self,
-        _request: &mut Request<String>,
-        result: &mut Result<Response<String>, BoxError>,
-    ) -> Option<Self::Future> {
-        let refused =
-            matches!(result, Ok(response) if response.status() == StatusCode::TOO_MANY_REQUESTS);
-        if !refused || self.retries == MAX_RETRIES {
-            return None;
+impl Network {
+    /// A fresh limiter for `args`, its windows at a phase drawn from `seed`, and round trips
+    /// drawn from `seed` too.
+    pub fn new(args: &Args, headers: Headers, seed: u64) -> Self {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        // Where the run starts in the server's clock matters to windows aligned to it and to
+        // whole-second epoch resets: a seeded phase, as a real client has a random one.
+        let phase = rng.random_range(0..args.window.as_nanos() as u64);
+        let wall_start = EPOCH_START + Duration::from_nanos(phase);
+        Network {
+            args: *args,
+            limiter: Arc::new(Mutex::new(Limiter::new(
+                args.algorithm,
+                headers,
+                args.limit,
+                args.window,
+                wall_start,
+            ))),
+            rng: Arc::new(Mutex::new(rng)),
+            wall_start,
+            started: Instant::now(),
         }
-        let ceiling =
-            (Duration::from_millis(500) * 2u32.pow(self.retries)).min(Duration::from_secs(20));
-        let wait = ceiling.mul_f64(0.5 + 0.5 * self.rng.random::<f64>());
-        if self.waited + wait > MAX_WAIT {
-            return None;
-        }
-        self.retries += 1;
-        self.waited += wait;
-        Some(tokio::time::sleep(wait))
     }
 
-    fn clone_request(&mut self, request: &Request<String>) -> Option<Request<String>> {
-        Some(request.clone())
+    pub fn outcome(&self, measured: workload::Measured, requests: usize) -> Outcome {
+        Outcome::new(measured, &self.limiter.lock().unwrap(), requests)
     }
 }
 
-/// Runs every model × callers × strategy on one paused runtime each, and writes the markdown
-/// table; returns it with the runs of `timeline` (model, callers) for the picture.
-pub fn report(
-    seed: u64,
-    callers: &[usize],
-    timeline: (Model, usize),
-) -> (String, Vec<(Strategy, Outcome)>) {
-    let mut table = String::new();
-    let _ = writeln!(
-        table,
-        "| limiter | callers | strategy | sent | refused | served | completion / physical limit | longest call |"
-    );
-    let _ = writeln!(table, "|---|---:|---|---:|---:|---:|---:|---:|");
-    let mut pictured = Vec::new();
-    for model in Model::ALL {
-        for &callers in callers {
-            for strategy in Strategy::ALL {
-                let outcome = paused(run(model, strategy, callers, seed));
-                let physical = physical_limit(model, callers);
-                let ratio = if physical.is_zero() {
-                    // The limiter allows it all at once: no ratio to give.
-                    "—".to_owned()
-                } else {
-                    format!(
-                        "{:.2}",
-                        outcome.completion.as_secs_f64() / physical.as_secs_f64()
-                    )
-                };
-                let _ = writeln!(
-                    table,
-                    "| {} | {callers} | {} | {} | {} | {}/{callers} | {ratio} | {:.2?} |",
-                    model.name(),
-                    strategy.name(),
-                    outcome.sent,
-                    outcome.refused,
-                    outcome.served,
-                    outcome.longest_call,
-                );
-                if (model, callers) == timeline {
-                    pictured.push((strategy, outcome));
-                }
-            }
-        }
+impl Service<Request<Full<Bytes>>> for Network {
+    type Response = Response<Full<Bytes>>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
     }
-    (table, pictured)
+
+    fn call(&mut self, _request: Request<Full<Bytes>>) -> Self::Future {
+        let round_trip = self.args.draw_round_trip(&mut *self.rng.lock().unwrap());
+        let there = round_trip / 2;
+        let back = round_trip - there;
+        let network = self.clone();
+        Box::pin(async move {
+            tokio::time::sleep(there).await;
+            let wall = network.wall_start + (Instant::now() - network.started);
+            let response = network.limiter.lock().unwrap().answer(wall);
+            tokio::time::sleep(back).await;
+            Ok(response.map(|()| Full::new(Bytes::new())))
+        })
+    }
 }
 
-fn paused<F: std::future::Future>(future: F) -> F::Output {
+/// One run of the workload against a fresh limiter sending `headers`, made by `client`, on
+/// a paused runtime of its own (so a run's figures do not depend on the runs before it).
+pub fn run(args: &Args, headers: Headers, client: Client, seed: u64) -> Outcome {
+    paused(async {
+        let network = Network::new(args, headers, seed);
+        let layer = RateLimitLayer::new().jitter_seed(seed);
+        let url = "http://api.test/items";
+        let progress = ProgressBar::hidden();
+        let measured = workload::run(args, client, layer, network.clone(), url, &progress)
+            .await
+            .expect("the simulated network never fails");
+        network.outcome(measured, args.requests)
+    })
+}
+
+/// Every client's run for each header style `args` asks for: a style and its outcomes, in
+/// `CLIENTS`' order.
+pub fn runs(args: &Args, seed: u64) -> Vec<(Headers, Vec<Outcome>)> {
+    args.styles()
+        .into_iter()
+        .map(|headers| {
+            let outcomes = CLIENTS
+                .iter()
+                .map(|&(_, client)| run(args, headers, client, seed))
+                .collect();
+            (headers, outcomes)
+        })
+        .collect()
+}
+
+pub fn paused<F: Future>(future: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)

@@ -1,20 +1,17 @@
-//! The picture: every request of each strategy's run over time, accepted or refused.
+//! The picture: every request of each client's run over time, accepted or refused.
 
 use plotters::prelude::*;
 
-use crate::sim::{Outcome, Strategy};
+use crate::workload::{CLIENTS, Outcome};
 
-/// Draws one row per strategy: the requests the limiter received over time, accepted (green,
+/// Draws one row per client (`outcomes` in `CLIENTS`' order): the requests the limiter received over time, accepted (green,
 /// below the line) and refused (red, above). Returns the SVG text.
-pub fn svg(
-    title: &str,
-    runs: &[(Strategy, Outcome)],
-) -> Result<String, Box<dyn std::error::Error>> {
+pub fn svg(title: &str, runs: &[Outcome]) -> Result<String, Box<dyn std::error::Error>> {
     let mut text = String::new();
     {
         let end = runs
             .iter()
-            .flat_map(|(_, outcome)| outcome.log.iter().map(|(at, _)| at.as_secs_f64()))
+            .flat_map(|outcome| outcome.log.iter().map(|(at, _)| at.as_secs_f64()))
             .fold(1.0_f64, f64::max);
         let root = SVGBackend::with_string(&mut text, (900, 80 + 70 * runs.len() as u32))
             .into_drawing_area();
@@ -31,8 +28,9 @@ pub fn svg(
             .y_labels(runs.len())
             .y_label_formatter(&|row| {
                 let index = row.round() as usize;
-                runs.get(index)
-                    .map_or(String::new(), |(strategy, _)| strategy.name().to_owned())
+                CLIENTS
+                    .get(index)
+                    .map_or(String::new(), |(name, _)| (*name).to_owned())
             })
             .x_desc("seconds")
             .draw()?;
@@ -52,12 +50,12 @@ pub fn svg(
         };
         let most = runs
             .iter()
-            .flat_map(|(_, outcome)| [counts(outcome, true), counts(outcome, false)])
+            .flat_map(|outcome| [counts(outcome, true), counts(outcome, false)])
             .flatten()
             .map(|(_, count)| count)
             .max()
             .unwrap_or(1) as f64;
-        for (row, (_, outcome)) in runs.iter().enumerate() {
+        for (row, outcome) in runs.iter().enumerate() {
             for (accepted, color, side) in
                 [(true, GREEN.mix(0.7), -1.0), (false, RED.mix(0.7), 1.0)]
             {
