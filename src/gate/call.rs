@@ -115,8 +115,9 @@ pub(crate) struct Said {
     instruction: Option<Duration>,
     /// When that wait ends.
     instructed_until: Option<Instant>,
-    /// The quota closest to running out, when the layer respects what remains.
-    quota: Option<Quota>,
+    /// The quota closest to running out, when the layer respects what remains, and its
+    /// meter's whole quota a window if the server gave it.
+    quota: Option<(Quota, Option<u64>)>,
     /// The spacing the server's shortest policy within the cap asks for.
     pace: Option<Pace>,
 }
@@ -174,25 +175,27 @@ impl Said {
             refused: self.refused,
             closed_until,
             instructed_until: self.instructed_until,
-            quota: self.quota,
+            quota: self.quota.map(|(quota, _)| quota),
+            limit: self.quota.and_then(|(_, limit)| limit),
             pace: self.pace,
         }
     }
 }
 
 /// The quota closest to running out among the meters that say what is left and reset by
-/// `horizon`.
-fn quota(info: &RateLimitInfo, horizon: Instant) -> Option<Quota> {
+/// `horizon`, with that meter's whole quota a window if it says.
+fn quota(info: &RateLimitInfo, horizon: Instant) -> Option<(Quota, Option<u64>)> {
     info.meters()
         .iter()
         .filter_map(|meter| {
             let reset_at = meter.reset_at().filter(|reset_at| *reset_at <= horizon)?;
-            Some(Quota {
+            let quota = Quota {
                 remaining: meter.remaining()?,
                 reset_at,
-            })
+            };
+            Some((quota, meter.limit()))
         })
-        .min_by_key(|quota| (quota.remaining, std::cmp::Reverse(quota.reset_at)))
+        .min_by_key(|(quota, _)| (quota.remaining, std::cmp::Reverse(quota.reset_at)))
 }
 
 /// The server's policy with the shortest window, as a spacing between requests that stands
@@ -269,12 +272,13 @@ mod tests {
             ),
             ("ratelimit", r#""minute";r=40;t=30, "day";r=3;t=36000"#),
         ]);
-        let within_a_minute = quota(&meters, now + Duration::from_secs(60)).unwrap();
+        let (within_a_minute, limit) = quota(&meters, now + Duration::from_secs(60)).unwrap();
+        assert_eq!(limit, Some(100), "the minute's policy");
         assert_eq!(
             within_a_minute.remaining, 40,
             "the day's window is beyond the cap"
         );
-        let within_a_day = quota(&meters, now + Duration::from_secs(86_400)).unwrap();
+        let (within_a_day, _) = quota(&meters, now + Duration::from_secs(86_400)).unwrap();
         assert_eq!(within_a_day.remaining, 3);
     }
 

@@ -16,6 +16,8 @@ pub(crate) struct Report {
     pub(crate) instructed_until: Option<Instant>,
     /// The binding meter's remaining quota and reset.
     pub(crate) quota: Option<Quota>,
+    /// The binding meter's whole quota a window, where the server gave it.
+    pub(crate) limit: Option<u64>,
     /// The server's policy as a spacing between requests.
     pub(crate) pace: Option<Pace>,
 }

@@ -42,6 +42,12 @@ pub(crate) struct Gate {
     epoch: u64,
     /// The epoch of the request whose answer gave `quota`.
     quota_epoch: u64,
+    /// The whole quota of a window, where the server gave it: what a reset restores.
+    limit: Option<u64>,
+    /// When the current window's quota was first reported.
+    quota_since: Option<Instant>,
+    /// `quota` is what the last reset restored, not a report: the next report replaces it.
+    restored: bool,
     /// What the server accepts where it publishes no quota.
     learning: Learning,
     /// Calls that respect the quota.
@@ -280,6 +286,7 @@ impl Gate {
             self.close_until(until);
         }
         if let Some(quota) = report.quota.filter(|quota| quota.reset_at > now) {
+            self.limit = report.limit.or(self.limit);
             self.learn_quota(quota, epoch, now);
         }
         if let Some(pace) = report.pace {
@@ -293,9 +300,16 @@ impl Gate {
         let Some(known) = self.quota(now) else {
             self.quota = Some(quota);
             self.quota_epoch = epoch;
+            self.quota_since = Some(now);
+            self.restored = false;
             return;
         };
         if epoch < self.quota_epoch {
+            return;
+        }
+        if std::mem::take(&mut self.restored) {
+            self.quota = Some(quota);
+            self.quota_epoch = epoch;
             return;
         }
         if let Some(folded) = fold(known, quota, epoch > self.quota_epoch) {
@@ -324,6 +338,26 @@ impl Gate {
             .filter(|quota| terms.metered && quota.reset_at <= horizon)
     }
 
+    /// A spent window `over` has reset at `now`. Where the server gave its whole quota, the
+    /// reset restores it: it goes at once, no more, until the first answer says what is left
+    /// (a reset is never early, so the new window has it all). Otherwise the new window's
+    /// first request probes. The restored window is taken to last as long as the one before
+    /// did from its first report; answers replace it long before.
+    fn restore(&mut self, over: Quota, now: Instant) {
+        match (self.limit.filter(|limit| *limit > 0), self.quota_since) {
+            (Some(limit), Some(since)) => {
+                self.quota = Some(Quota {
+                    remaining: limit,
+                    reset_at: now + over.reset_at.saturating_duration_since(since),
+                });
+                self.quota_epoch = self.epoch;
+                self.quota_since = Some(now);
+                self.restored = true;
+            }
+            _ => self.reopening.window_reset(),
+        }
+    }
+
     /// The reset of a window whose every unit the server said remains is taken by a request
     /// still out. Their answers may give some back (they come back in any order, so the
     /// lowest figure can run ahead of them): the gate waits for them, or for the reset,
@@ -340,9 +374,8 @@ impl Gate {
         if let Some(over) = self.quota.filter(|quota| quota.reset_at <= now) {
             self.quota = None;
             if over.is_spent() {
-                // A spent window has reset: the new window's first request probes.
-                self.reopening.window_reset();
                 self.epoch += 1;
+                self.restore(over, now);
             }
         }
         if self.learning.spent_window_over(now) {
@@ -483,6 +516,7 @@ mod tests {
         closed_until: None,
         instructed_until: None,
         quota: None,
+        limit: None,
         pace: None,
     };
 
@@ -696,6 +730,36 @@ mod tests {
         );
         assert!(gate.come(clock).unwrap().probe.is_none(), "open again");
         assert!(gate.come(clock).is_ok());
+    }
+
+    #[test]
+    fn a_reset_restores_the_whole_quota_the_server_gave_at_once_without_a_probe() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let reset = now + 10 * SECOND;
+        let whole = |remaining, reset_at| Report {
+            limit: Some(3),
+            ..quota(remaining, reset_at)
+        };
+        let first = gate.come(now).unwrap();
+        gate.answered(first, whole(0, reset), now);
+        let (_, waker) = waker();
+        let ids: Vec<u64> = (0..4).map(|_| gate.come(now).unwrap_err()).collect();
+        // At the reset the three the window holds go together; the fourth waits for answers.
+        let (head, at) = gate.go(ids[0], now, &waker);
+        assert_eq!(at, reset);
+        assert!(
+            head.probe.is_none(),
+            "no probe: the reset restored the quota"
+        );
+        for id in &ids[1..3] {
+            assert!(gate.poll_waiter(*id, reset, &waker, TERMS).is_ok());
+        }
+        assert!(gate.poll_waiter(ids[3], reset, &waker, TERMS).is_err());
+        // The first answer replaces what was restored, whatever window it names: the
+        // restored one was taken to last ten seconds, as the one before did.
+        gate.answered(head, whole(1, reset + SECOND), reset);
+        assert_eq!(gate.quota(reset).unwrap().remaining, 1);
     }
 
     #[test]

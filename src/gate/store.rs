@@ -79,6 +79,7 @@ impl Window {
             refused: false,
             closed_until: self.closed_until.map(|at| clocks.instant(at)),
             instructed_until: None,
+            limit: None,
             quota: self.quota.map(|(remaining, reset)| Quota {
                 remaining,
                 reset_at: clocks.instant(reset),
