@@ -310,7 +310,8 @@ where
         let now = Instant::now();
         let (outcome, said) = match result {
             Ok(mut response) => {
-                let said = Said::read(&mut response, now, settings);
+                let floor = pass.as_ref().and_then(|pass| pass.server_floor(now));
+                let said = Said::read(&mut response, now, floor, settings);
                 (Ok(response), Some(said))
             }
             Err(error) => (Err(error.into()), None),

@@ -185,3 +185,58 @@ async fn a_learned_limit_keeps_a_retry_after_only_limiter_from_refusing_after_tw
         "{unlearned_later}"
     );
 }
+
+/// A server on the paused clock whose clock starts at a whole second, and that answers each
+/// request with its `Date` (whole seconds, rounded down, as HTTP dates are) and a meter whose
+/// reset is the next whole second as an epoch instant, `remaining` as given.
+fn epoch_server(
+    remaining: &'static [u64],
+) -> impl tower::Service<
+    Request<String>,
+    Response = http::Response<String>,
+    Error = tower::BoxError,
+    Future = impl Send,
+> + Clone {
+    let start = Instant::now();
+    let answered = Arc::new(AtomicUsize::new(0));
+    tower::service_fn(move |_request: Request<String>| {
+        let nth = answered.fetch_add(1, Ordering::SeqCst);
+        let server_now = std::time::UNIX_EPOCH
+            + Duration::from_secs(1_700_000_000)
+            + Instant::now().duration_since(start);
+        let whole = server_now
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let response = http::Response::builder()
+            .header("date", httpdate::fmt_http_date(server_now))
+            .header("x-ratelimit-limit", "10")
+            .header("x-ratelimit-remaining", remaining[nth].to_string())
+            .header("x-ratelimit-reset", (whole + 1).to_string())
+            .body(String::new())
+            .unwrap();
+        async move { Ok::<_, tower::BoxError>(response) }
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_epoch_reset_is_read_against_the_tightest_bound_of_the_servers_clock() {
+    let gates = tower_retry_after::Gates::new();
+    let layer = RateLimitLayer::new().gates(gates.clone());
+    let server = epoch_server(&[5, 0]);
+    // Just after the server's clock turned a second, its `Date` says nearly the exact time.
+    tokio::time::sleep(10 * MS).await;
+    layer
+        .layer(server.clone())
+        .oneshot(request())
+        .await
+        .unwrap();
+    // 900 ms later its `Date` still says the same second: alone, that reads the reset a
+    // second away; the first response bounds the clock 900 ms later than that.
+    tokio::time::sleep(900 * MS).await;
+    layer.layer(server).oneshot(request()).await.unwrap();
+    let key = tower_retry_after::Key::from_origin("http://api.test").unwrap();
+    let closed_for = gates.snapshot(&key).unwrap().closed_for().unwrap();
+    assert!(closed_for <= 100 * MS, "{closed_for:?}");
+    assert!(closed_for >= 90 * MS, "never early: {closed_for:?}");
+}

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::time::ServerClock;
+
 /// How a request was let through, as its response must be recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Admission {
@@ -16,6 +18,8 @@ pub(crate) struct Admission {
     pub(crate) counted: bool,
     /// When it was let through.
     pub(crate) sent: Instant,
+    /// The server's clock as the gate knew it then.
+    pub(crate) server_clock: Option<ServerClock>,
 }
 
 impl Admission {
@@ -26,6 +30,7 @@ impl Admission {
             probe: None,
             counted: false,
             sent: now,
+            server_clock: None,
         }
     }
 }

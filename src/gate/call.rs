@@ -15,7 +15,7 @@ use super::report::Report;
 use super::state::Gate;
 use super::terms::Terms;
 use super::ticket::{Pass, Place};
-use super::time::after;
+use super::time::{ServerClock, after};
 use crate::budget::Answer;
 use crate::headers::RateLimitInfo;
 use crate::key::Key;
@@ -120,15 +120,24 @@ pub(crate) struct Said {
     quota: Option<(Quota, Option<u64>)>,
     /// The spacing the server's shortest policy within the cap asks for.
     pace: Option<Pace>,
+    /// The server's clock, as the response's `Date` bounds it.
+    server_clock: Option<ServerClock>,
 }
 
 impl Said {
-    /// Reads `response`'s rate-limit headers, received `now`, and attaches the reading to it;
-    /// what the gate and the retry need of it is taken first.
-    pub(crate) fn read<B>(response: &mut Response<B>, now: Instant, settings: &Settings) -> Said {
-        let info = RateLimitInfo::from_headers(response.headers(), SystemTime::now());
+    /// Reads `response`'s rate-limit headers, received `now` when the server's clock read at
+    /// least `floor`, and attaches the reading to it; what the gate and the retry need of it
+    /// is taken first.
+    pub(crate) fn read<B>(
+        response: &mut Response<B>,
+        now: Instant,
+        floor: Option<SystemTime>,
+        settings: &Settings,
+    ) -> Said {
+        let info = RateLimitInfo::read(response.headers(), SystemTime::now(), floor);
         let said = Said {
             refused: response.status() == StatusCode::TOO_MANY_REQUESTS,
+            server_clock: info.server_date().map(|date| ServerClock::new(date, now)),
             ..Said::of(&info, now, settings)
         };
         response.extensions_mut().insert(info);
@@ -166,6 +175,7 @@ impl Said {
                 .then(|| quota(info, after(now, settings.retry_after_cap)))
                 .flatten(),
             pace: pace(info, now, settings.retry_after_cap),
+            server_clock: None,
         }
     }
 
@@ -178,6 +188,7 @@ impl Said {
             quota: self.quota.map(|(quota, _)| quota),
             limit: self.quota.and_then(|(_, limit)| limit),
             pace: self.pace,
+            server_clock: self.server_clock,
         }
     }
 }

@@ -4,6 +4,7 @@ use tokio::time::Instant;
 
 use super::quota::Quota;
 use super::release::Pace;
+use super::time::ServerClock;
 
 /// What the server said about the key in one response.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -20,4 +21,6 @@ pub(crate) struct Report {
     pub(crate) limit: Option<u64>,
     /// The server's policy as a spacing between requests.
     pub(crate) pace: Option<Pace>,
+    /// The server's clock, as the response's `Date` bounds it.
+    pub(crate) server_clock: Option<ServerClock>,
 }

@@ -25,7 +25,7 @@ use super::quota::{Quota, fold};
 use super::release::{Release, Reopening};
 use super::report::Report;
 use super::terms::Terms;
-use super::time::after;
+use super::time::{ServerClock, after};
 
 /// How long a gate that owes a probe is remembered after its closure ended, with nobody
 /// waiting: long enough for calls arriving soon after to be let out one at a time.
@@ -50,6 +50,8 @@ pub(crate) struct Gate {
     restored: bool,
     /// What the server accepts where it publishes no quota.
     learning: Learning,
+    /// The tightest bound of the server's clock its responses gave.
+    server_clock: Option<ServerClock>,
     /// Calls that respect the quota.
     metered: Queue,
     /// Calls whose layer does not.
@@ -282,6 +284,12 @@ impl Gate {
 
     /// Takes in what the server said about the window of `epoch`.
     fn take_in(&mut self, report: Report, epoch: u64, now: Instant) {
+        if let Some(clock) = report.server_clock {
+            self.server_clock = Some(
+                self.server_clock
+                    .map_or(clock, |known| known.tighter(clock)),
+            );
+        }
         if let Some(until) = report.closed_until.filter(|until| *until > now) {
             self.close_until(until);
         }
@@ -433,6 +441,7 @@ impl Gate {
             probe,
             counted: true,
             sent: now,
+            server_clock: self.server_clock,
         }
     }
 
@@ -518,6 +527,7 @@ mod tests {
         quota: None,
         limit: None,
         pace: None,
+        server_clock: None,
     };
 
     /// A policy's pace of `interval`, stated for a window that lasts well beyond the test.

@@ -80,6 +80,7 @@ impl Window {
             closed_until: self.closed_until.map(|at| clocks.instant(at)),
             instructed_until: None,
             limit: None,
+            server_clock: None,
             quota: self.quota.map(|(remaining, reset)| Quota {
                 remaining,
                 reset_at: clocks.instant(reset),

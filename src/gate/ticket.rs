@@ -53,6 +53,12 @@ impl Pass {
         }
     }
 
+    /// What the server's clock read at least at `now`, as the gate knew it when the request
+    /// went: a tighter reading of the response's epoch resets than its own `Date`.
+    pub(crate) fn server_floor(&self, now: Instant) -> Option<std::time::SystemTime> {
+        self.admission.server_clock.map(|clock| clock.at_least(now))
+    }
+
     /// Records what the response said; for a rate-limited `retry`, the call takes its place
     /// at the gate if the gate now holds its wait. Both under one lock: between recording a
     /// closure and joining its queue, nothing can forget the gate or let the call through.

@@ -14,6 +14,42 @@ pub(crate) fn after(at: Instant, wait: Duration) -> Instant {
     at + wait.min(FAR)
 }
 
+/// A lower bound of a server's clock: it read at least `date` at the instant `at`. A response's
+/// `Date` (plus `Age`) was written before the response was received, so at receipt the
+/// server's clock reads at least that; the server's clock runs at the monotonic clock's rate,
+/// so the bound carries forward on it, whatever the local wall clock does. Over many
+/// responses the tightest bound (the largest `Date` less receipt) converges to the clock offset
+/// less the transit, far tighter than one `Date` of one-second resolution, and never ahead of
+/// the server: an epoch reset read against it is never early.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ServerClock {
+    date: SystemTime,
+    at: Instant,
+}
+
+impl ServerClock {
+    /// The server's clock read at least `date` at the instant `at`.
+    pub(crate) fn new(date: SystemTime, at: Instant) -> Self {
+        ServerClock { date, at }
+    }
+
+    /// The least the server's clock reads at `now` (at least `at`).
+    pub(crate) fn at_least(&self, now: Instant) -> SystemTime {
+        let since = now.saturating_duration_since(self.at);
+        self.date.checked_add(since).unwrap_or(self.date)
+    }
+
+    /// The tighter of two bounds: the one that places the server's clock later.
+    pub(super) fn tighter(self, other: ServerClock) -> ServerClock {
+        let later = self.at.max(other.at);
+        if other.at_least(later) > self.at_least(later) {
+            other
+        } else {
+            self
+        }
+    }
+}
+
 /// How far the wall clock may move from the monotonic one before the pairing is read again:
 /// more than any slewing, less than any step or suspend worth noticing.
 const MOST_DRIFT: Duration = Duration::from_secs(1);
@@ -84,6 +120,21 @@ mod tests {
     use super::*;
 
     const SECOND: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn the_server_clock_bound_carries_forward_and_the_later_placing_one_wins() {
+        let now = Instant::now();
+        let date = SystemTime::UNIX_EPOCH + 1_700_000_000 * SECOND;
+        // `Date` read 10 ms after the server's second turned, and 900 ms later the same
+        // second again: the first places the server's clock 890 ms later.
+        let sharp = ServerClock::new(date, now + SECOND / 100);
+        let blunt = ServerClock::new(date, now + SECOND * 91 / 100);
+        let then = now + SECOND;
+        assert_eq!(sharp.at_least(then), date + SECOND * 99 / 100);
+        assert_eq!(sharp.tighter(blunt), sharp);
+        assert_eq!(blunt.tighter(sharp), sharp);
+        assert_eq!(sharp.at_least(now), date, "never before its own reading");
+    }
 
     #[tokio::test(start_paused = true)]
     async fn the_same_wall_time_always_becomes_the_same_instant() {

@@ -56,6 +56,8 @@ pub(crate) struct ResponseClock {
     received: SystemTime,
     date: Option<SystemTime>,
     age: Duration,
+    /// What the server's clock read at least at receipt, known from earlier responses.
+    floor: Option<SystemTime>,
 }
 
 impl ResponseClock {
@@ -73,13 +75,28 @@ impl ResponseClock {
             received,
             date,
             age,
+            floor: None,
         }
+    }
+
+    /// This clock, knowing that the server's clock read at least `floor` at receipt: a
+    /// `Date` has a resolution of a second, and earlier responses on the same server bound
+    /// its clock more tightly (see `gate::time::ServerClock`).
+    pub(crate) fn with_floor(self, floor: Option<SystemTime>) -> Self {
+        ResponseClock { floor, ..self }
+    }
+
+    /// What the server's clock read when it wrote the response: `Date` plus `Age`.
+    pub(crate) fn server_date(&self) -> Option<SystemTime> {
+        self.date?.checked_add(self.age)
     }
 
     /// How long after receipt the server's clock reaches `at`: zero if it already has.
     pub(crate) fn until(&self, at: SystemTime) -> Duration {
         let server_now = match self.date {
-            Some(date) => date.checked_add(self.age),
+            Some(_) => self
+                .server_date()
+                .map(|date| self.floor.map_or(date, |floor| floor.max(date))),
             None => Some(self.received),
         };
         server_now

@@ -78,6 +78,9 @@ pub struct RateLimitInfo {
     retry_after: Option<Duration>,
     meters: SmallVec<[Meter; 2]>,
     read_at: Instant,
+    /// What the server's clock read when it wrote the response, if it said (read only where
+    /// the response has rate-limit fields).
+    server_date: Option<SystemTime>,
 }
 
 impl RateLimitInfo {
@@ -87,6 +90,12 @@ impl RateLimitInfo {
     /// resets are measured against it. Countdowns are placed on the monotonic clock
     /// ([`tokio::time::Instant`]) at the moment of reading.
     pub fn from_headers(headers: &HeaderMap, now: SystemTime) -> Self {
+        RateLimitInfo::read(headers, now, None)
+    }
+
+    /// As [`from_headers`](Self::from_headers), knowing that the server's clock read at least
+    /// `floor` at receipt.
+    pub(crate) fn read(headers: &HeaderMap, now: SystemTime, floor: Option<SystemTime>) -> Self {
         let fields = Fields::new(headers);
         let read_at = Instant::now();
         if !fields.has_rate_limit_fields() {
@@ -94,9 +103,10 @@ impl RateLimitInfo {
                 retry_after: None,
                 meters: SmallVec::new(),
                 read_at,
+                server_date: None,
             };
         }
-        let clock = ResponseClock::read(&fields, now);
+        let clock = ResponseClock::read(&fields, now).with_floor(floor);
         let mut readings = Readings::new();
         ietf::read(&fields, &clock, &mut readings);
         if let Some(reading) = x_ratelimit::read(&fields, &clock) {
@@ -112,6 +122,7 @@ impl RateLimitInfo {
             retry_after: retry_after::read(&fields, &clock),
             meters,
             read_at,
+            server_date: clock.server_date(),
         }
     }
 
@@ -170,6 +181,11 @@ impl RateLimitInfo {
     /// When the headers were read, on the monotonic clock.
     pub fn read_at(&self) -> Instant {
         self.read_at
+    }
+
+    /// What the server's clock read when it wrote the response, if it said.
+    pub(crate) fn server_date(&self) -> Option<SystemTime> {
+        self.server_date
     }
 }
 
