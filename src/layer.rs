@@ -31,7 +31,7 @@ use crate::service::RateLimit;
 /// | [`respect_remaining`](Self::respect_remaining) | on |
 /// | [`probe_timeout`](Self::probe_timeout) | 10 s |
 /// | [`slow_start`](Self::slow_start) | on |
-/// | [`learn_limits`](Self::learn_limits) | off |
+/// | [`learn_limits`](Self::learn_limits) | on |
 /// | [`key`](Self::key) | the request's origin, [`Key::origin`] |
 /// | [`gates`](Self::gates) | a set of gates of its own, shared by every service it makes |
 ///
@@ -212,23 +212,28 @@ impl<P> RateLimitLayer<P> {
     }
 
     /// Whether the gate learns the quota of a server that publishes none, and paces by it
-    /// (default: off, until it does better over real sockets: in a simulation with a round
-    /// trip it keeps a `Retry-After`-only limiter to a few refusals a run, but against the
-    /// demo's limiter on loopback it is refused more often than the slow start alone).
+    /// (default: on).
     ///
     /// With only `Retry-After`, or nothing, the requests accepted in a window before the
     /// next refusal measure the limit, and the time from that window's first request to the
-    /// next window's measures its length: the gate then lets that many out a window and holds
-    /// the rest, instead of finding the wall again each window. It lowers the estimate when
-    /// refused again, raises it by one after a run of windows passed unrefused (waiting twice
-    /// as long after each failed raise), and drops it as soon as a response carries meters.
+    /// end of the refusal's `Retry-After` (or the next accepted request) measures its length:
+    /// the gate then lets that many out a window and holds the rest, instead of finding the
+    /// wall again each window. The estimate holds calls only once two windows agree on it
+    /// (a server refusing at random gives counts that do not), is lowered when refused near
+    /// it, raised by one after a run of windows passed unrefused (waiting twice as long after
+    /// each failed raise), and dropped as soon as a response carries meters.
+    ///
+    /// Against a fixed window of 20 a second with `Retry-After` only, 50 workers and 400
+    /// requests, the layer is refused 8 times over loopback with it and 43 without (the
+    /// demo), 32 and 316 times with 20 to 80 ms round trips (the simulator).
     ///
     /// Applies only where [`respect_remaining`](Self::respect_remaining) is on.
     ///
     /// ```
     /// use tower_retry_after::RateLimitLayer;
     ///
-    /// let layer = RateLimitLayer::new().learn_limits(true);
+    /// // A server whose refusals are not a quota (it sheds load at random): nothing to learn.
+    /// let layer = RateLimitLayer::new().learn_limits(false);
     /// # let _ = layer;
     /// ```
     pub fn learn_limits(mut self, on: bool) -> Self {

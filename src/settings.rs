@@ -35,7 +35,7 @@ impl Default for Settings {
             respect_remaining: true,
             probe_timeout: Duration::from_secs(10),
             slow_start: true,
-            learn_limits: false,
+            learn_limits: true,
         }
     }
 }
@@ -80,7 +80,7 @@ mod tests {
         assert_eq!(settings.transient_retries, 3);
         assert_eq!(settings.rate_limited_retries, 10);
         assert_eq!(settings.probe_timeout, 10 * SECOND);
-        assert!(settings.slow_start && !settings.learn_limits);
+        assert!(settings.slow_start && settings.learn_limits);
         assert_eq!(settings.effective(), settings);
     }
 

@@ -165,8 +165,7 @@ async fn without_meters_the_ramp_meets_the_wall_with_fewer_requests_out() {
 #[tokio::test(start_paused = true)]
 async fn a_learned_limit_keeps_a_retry_after_only_limiter_from_refusing_after_two_windows() {
     let limiter = fixed_window(Headers::RetryAfter);
-    let layer = RateLimitLayer::new().learn_limits(true);
-    let took = workload(&layer, &limiter, 50, 400).await;
+    let took = workload(&RateLimitLayer::new(), &limiter, 50, 400).await;
     let refused = refusals(&limiter);
     // The first two windows are refused once each, where they agree on 20; after that only a
     // raise of the limit meets the wall, once a raise.
@@ -175,7 +174,13 @@ async fn a_learned_limit_keeps_a_retry_after_only_limiter_from_refusing_after_tw
     assert!(took < 19 * SECOND * 12 / 10, "{took:?}");
 
     let unlearned = fixed_window(Headers::RetryAfter);
-    workload(&RateLimitLayer::new(), &unlearned, 50, 400).await;
+    workload(
+        &RateLimitLayer::new().learn_limits(false),
+        &unlearned,
+        50,
+        400,
+    )
+    .await;
     let unlearned_later = refusals(&unlearned)
         .iter()
         .filter(|at| **at > 3 * SECOND)

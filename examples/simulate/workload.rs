@@ -159,8 +159,8 @@ pub const CLIENTS: [(&str, Client); 4] = [
         Client::Layer(|layer| layer.slow_start(false)),
     ),
     (
-        "RateLimitLayer, learn_limits(true)",
-        Client::Layer(|layer| layer.learn_limits(true)),
+        "RateLimitLayer, learn_limits(false)",
+        Client::Layer(|layer| layer.learn_limits(false)),
     ),
     ("RateLimitLayer, defaults", Client::Layer(|layer| layer)),
 ];

@@ -49,11 +49,17 @@ struct Window {
     accepted: u64,
 }
 
-/// A refusal ended a window; the next accepted request measures how long it lasted.
+/// A refusal ended a window. Requests sent before the refused one may still come back
+/// accepted: they count in its window. The first accepted request sent after it settles what
+/// the window says: how many it accepted, and how long it lasted.
 #[derive(Clone, Copy, Debug)]
 struct Refused {
     /// When the measured span began: the refused window's first request's send.
     began: Instant,
+    /// When the refused request was sent.
+    sent: Instant,
+    /// How many requests the refused window accepted.
+    accepted: u64,
     /// The end of the instruction the refusal carried.
     until: Option<Instant>,
     /// The span began a window before the refused request's: the estimate's length was too
@@ -66,7 +72,10 @@ struct Estimate {
     limit: u64,
     /// Two windows agreed on the limit: it holds calls back.
     agreed: bool,
-    length: Option<Duration>,
+    length: Duration,
+    /// The length was bounded by the end of a refusal's instruction, not by a request accepted
+    /// after it.
+    instructed: bool,
     unrefused: u32,
     patience: u32,
     /// The limit was just raised: a refusal puts it back and doubles the patience.
@@ -81,13 +90,15 @@ impl Learning {
             window.accepted += 1;
             return;
         }
-        if let (Some(refused), Some(estimate)) = (self.refused.take(), self.estimate.as_mut()) {
-            let known_over = refused.until.map_or(sent, |until| until.min(sent));
-            let measured = known_over.saturating_duration_since(refused.began);
-            estimate.length = Some(match estimate.length {
-                Some(length) if !refused.early => length.min(measured),
-                _ => measured,
-            });
+        if let Some(refused) = self.refused.as_mut() {
+            if sent <= refused.sent {
+                // Out before the refused one: it counts in the refused window.
+                refused.accepted += 1;
+                return;
+            }
+        }
+        if let Some(refused) = self.refused.take() {
+            self.settle(refused, sent);
         }
         self.window = Some(Window {
             sent,
@@ -100,46 +111,75 @@ impl Learning {
     /// if it gave one.
     pub(super) fn refused(&mut self, sent: Instant, until: Option<Instant>) {
         self.end_passed_window(sent);
-        let Some(window) = self.window.take() else {
-            // No request of this window was accepted yet.
-            match self.refused.as_mut() {
-                Some(refused) => refused.until = refused.until.max(until),
-                None => {
-                    // The window the estimate said had passed had not.
-                    self.refused = self.passed.map(|began| Refused {
-                        began,
-                        until,
-                        early: true,
-                    });
-                }
+        if let Some(window) = self.window.take() {
+            self.refused = Some(Refused {
+                began: window.sent,
+                sent,
+                accepted: window.accepted,
+                until,
+                early: false,
+            });
+            return;
+        }
+        match self.refused.as_mut() {
+            Some(refused) => {
+                refused.until = refused.until.max(until);
+                refused.sent = refused.sent.min(sent);
+            }
+            // The window the estimate said had passed had not.
+            None => {
+                self.refused = self.passed.map(|began| Refused {
+                    began,
+                    sent,
+                    accepted: 0,
+                    until,
+                    early: true,
+                });
+            }
+        }
+    }
+
+    /// What a refused window says, now that a request sent after its refusal was accepted
+    /// at `sent`: it was over by then.
+    fn settle(&mut self, refused: Refused, sent: Instant) {
+        let (known_over, instructed) = match refused.until {
+            Some(until) if until <= sent => (until, true),
+            _ => (sent, false),
+        };
+        let measured = known_over.saturating_duration_since(refused.began);
+        let accepted = refused.accepted;
+        let Some(estimate) = self.estimate.as_mut() else {
+            if accepted > 0 {
+                self.estimate = Some(Estimate {
+                    limit: accepted,
+                    agreed: false,
+                    length: measured,
+                    instructed,
+                    unrefused: 0,
+                    patience: PATIENCE,
+                    trying: false,
+                });
             }
             return;
         };
-        let accepted = window.accepted;
-        let estimate = self.estimate.get_or_insert(Estimate {
-            limit: accepted,
-            agreed: false,
-            length: None,
-            unrefused: 0,
-            patience: PATIENCE,
-            trying: false,
-        });
+        if refused.early || measured < estimate.length {
+            estimate.length = measured;
+            estimate.instructed = instructed;
+        }
+        if accepted == 0 {
+            return;
+        }
         if estimate.trying {
             estimate.patience = (estimate.patience * 2).min(MOST_PATIENCE);
         }
         if !estimate.agreed {
-            estimate.agreed = agree(estimate.limit, accepted) && estimate.length.is_some();
+            estimate.agreed = agree(estimate.limit, accepted);
             estimate.limit = accepted;
         } else if agree(estimate.limit, accepted) {
             estimate.limit = estimate.limit.min(accepted);
         }
         estimate.unrefused = 0;
         estimate.trying = false;
-        self.refused = Some(Refused {
-            began: window.sent,
-            until,
-            early: false,
-        });
     }
 
     /// A response carried meters: what they say replaces anything learned.
@@ -150,21 +190,36 @@ impl Learning {
     /// The quota learned for the window under way, while it lasts.
     pub(super) fn quota(&self, now: Instant) -> Option<Quota> {
         let (window, estimate) = self.window.zip(self.estimate.filter(|e| e.agreed))?;
-        let reset_at = window.answered + estimate.length?;
+        let reset_at = window.answered + estimate.length;
         (reset_at > now).then(|| Quota {
             remaining: estimate.limit.saturating_sub(window.accepted),
             reset_at,
         })
     }
 
-    /// Whether the window under way had its quota spent and is over at `now`: the next request
-    /// begins a new one, and probes it. True once: the window has then passed.
+    /// Whether the window under way had its quota spent and is over at `now`. If the server
+    /// named its length (the end of a refusal's instruction bounds it, never early), the next
+    /// window begins now with the whole learned quota, as a reset the server reported
+    /// restores its own; otherwise the length is a guess, and the next request begins a new
+    /// window, as a probe. True (a probe is owed) once: the window has then passed.
     pub(super) fn spent_window_over(&mut self, now: Instant) -> bool {
+        let Some(estimate) = self.estimate.filter(|estimate| estimate.agreed) else {
+            return false;
+        };
         let spent = self
             .window
-            .zip(self.estimate.filter(|estimate| estimate.agreed))
-            .is_some_and(|(window, estimate)| window.accepted >= estimate.limit);
-        spent && self.end_passed_window(now)
+            .is_some_and(|window| window.accepted >= estimate.limit);
+        if !(spent && self.end_passed_window(now)) {
+            return false;
+        }
+        if estimate.instructed {
+            self.window = Some(Window {
+                sent: now,
+                answered: now,
+                accepted: 0,
+            });
+        }
+        !estimate.instructed
     }
 
     /// Ends the window under way if it is over at `at`: it passed unrefused, and after enough
@@ -173,10 +228,7 @@ impl Learning {
         let Some((window, estimate)) = self.window.zip(self.estimate.as_mut()) else {
             return false;
         };
-        if estimate
-            .length
-            .is_none_or(|length| window.answered + length > at)
-        {
+        if window.answered + estimate.length > at {
             return false;
         }
         self.window = None;
@@ -352,7 +404,7 @@ mod tests {
     }
 
     #[test]
-    fn a_spent_learned_window_is_over_once_at_its_end() {
+    fn a_spent_window_whose_length_the_server_named_restores_its_quota_at_its_end() {
         let (mut learning, window) = learned(Instant::now());
         let end = learning.quota(window).unwrap().reset_at;
         for nth in 1..20 {
@@ -360,7 +412,63 @@ mod tests {
         }
         assert_eq!(learning.quota(window + 20 * MS).unwrap().remaining, 0);
         assert!(!learning.spent_window_over(end - MS));
+        assert!(!learning.spent_window_over(end), "no probe owed");
+        assert_eq!(
+            learning.quota(end).unwrap().remaining,
+            20,
+            "all of it, at once"
+        );
+    }
+
+    #[test]
+    fn a_spent_window_whose_length_was_guessed_owes_a_probe_once_at_its_end() {
+        let start = Instant::now();
+        let mut learning = Learning::default();
+        // Refusals without an instruction: the length is measured to the next acceptance.
+        for window in 0..3 {
+            let began = start + 2 * SECOND * window;
+            for nth in 0..20 {
+                learning.accepted(began + MS * nth, began + MS * nth);
+            }
+            learning.refused(began + 20 * MS, None);
+        }
+        let last = start + 6 * SECOND;
+        learning.accepted(last, last);
+        for nth in 1..20 {
+            learning.accepted(last + MS * nth, last + MS * nth);
+        }
+        let end = learning.quota(last).unwrap().reset_at;
+        assert_eq!(end, last + 2 * SECOND);
         assert!(learning.spent_window_over(end));
         assert!(!learning.spent_window_over(end), "once");
+        assert_eq!(
+            learning.quota(end),
+            None,
+            "the probe begins the next window"
+        );
+    }
+
+    #[test]
+    fn a_request_sent_before_the_refused_one_counts_in_its_window() {
+        let start = Instant::now();
+        let mut learning = Learning::default();
+        for window in 0..2 {
+            let began = start + 2 * SECOND * window;
+            for nth in 0..15 {
+                learning.accepted(began + MS * nth, began + MS * nth);
+            }
+            // The sixteenth is refused; five sent before it come back accepted after it.
+            learning.refused(began + 20 * MS, Some(began + SECOND));
+            for nth in 15..20 {
+                learning.accepted(began + MS * nth, began + 50 * MS);
+            }
+        }
+        let next = start + 4 * SECOND;
+        learning.accepted(next, next);
+        assert_eq!(
+            learning.quota(next).unwrap().remaining,
+            19,
+            "20 a window, not 15"
+        );
     }
 }

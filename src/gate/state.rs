@@ -387,8 +387,8 @@ impl Gate {
             }
         }
         if self.learning.spent_window_over(now) {
-            // A learned window whose quota went out is over: the next request probes the new
-            // one, as after a spent window the server reported.
+            // A learned window whose quota went out is over, and its length is a guess: the
+            // next request probes the new one, as after a spent window the server reported.
             self.reopening.window_reset();
             self.epoch += 1;
         }
