@@ -189,10 +189,10 @@ impl Learning {
 
     /// The quota learned for the window under way, while it lasts.
     pub(super) fn quota(&self, now: Instant) -> Option<Quota> {
-        let (window, estimate) = self.window.zip(self.estimate.filter(|e| e.agreed))?;
+        let (window, estimate) = self.window.zip(self.estimate)?;
         let reset_at = window.answered + estimate.length;
         (reset_at > now).then(|| Quota {
-            remaining: estimate.limit.saturating_sub(window.accepted),
+            remaining: estimate.allowed().saturating_sub(window.accepted),
             reset_at,
         })
     }
@@ -203,23 +203,24 @@ impl Learning {
     /// restores its own; otherwise the length is a guess, and the next request begins a new
     /// window, as a probe. True (a probe is owed) once: the window has then passed.
     pub(super) fn spent_window_over(&mut self, now: Instant) -> bool {
-        let Some(estimate) = self.estimate.filter(|estimate| estimate.agreed) else {
+        let Some(estimate) = self.estimate else {
             return false;
         };
         let spent = self
             .window
-            .is_some_and(|window| window.accepted >= estimate.limit);
+            .is_some_and(|window| window.accepted >= estimate.allowed());
         if !(spent && self.end_passed_window(now)) {
             return false;
         }
-        if estimate.instructed {
+        let restores = estimate.agreed && estimate.instructed;
+        if restores {
             self.window = Some(Window {
                 sent: now,
                 answered: now,
                 accepted: 0,
             });
         }
-        !estimate.instructed
+        !restores
     }
 
     /// Ends the window under way if it is over at `at`: it passed unrefused, and after enough
@@ -233,6 +234,14 @@ impl Learning {
         }
         self.window = None;
         self.passed = Some(window.sent);
+        if !estimate.agreed {
+            // Its whole trial passed unrefused: the first count was low, and this is the new
+            // one to agree with.
+            if window.accepted >= estimate.allowed() {
+                estimate.limit = window.accepted;
+            }
+            return true;
+        }
         estimate.trying = false;
         estimate.unrefused += 1;
         if estimate.unrefused >= estimate.patience {
@@ -241,6 +250,19 @@ impl Learning {
             estimate.trying = true;
         }
         true
+    }
+}
+
+impl Estimate {
+    /// How many a window lets out: the limit once two windows agreed on it; before that, as
+    /// many as would still agree with the one count there is, so that the window that
+    /// confirms it meets the wall with few out, and one that does not raises it.
+    fn allowed(&self) -> u64 {
+        if self.agreed {
+            self.limit
+        } else {
+            (self.limit * 4 / 3).max(self.limit + 1)
+        }
     }
 }
 
@@ -273,10 +295,11 @@ mod tests {
         let start = Instant::now();
         let mut learning = Learning::default();
         refused_window(&mut learning, start, 20, SECOND);
-        // One window is no estimate yet: the next may say something else.
+        // One window is only a trial: the next lets out no more than would still agree with
+        // it, 26, so that it meets the wall with few out.
         let reopened = start + 1100 * MS;
         learning.accepted(reopened, reopened + 20 * MS);
-        assert_eq!(learning.quota(reopened + 20 * MS), None);
+        assert_eq!(learning.quota(reopened + 20 * MS).unwrap().remaining, 25);
         for nth in 1..20 {
             let at = reopened + MS * nth;
             learning.accepted(at, at + 20 * MS);
@@ -294,7 +317,7 @@ mod tests {
     }
 
     #[test]
-    fn counts_that_disagree_hold_nothing_back() {
+    fn counts_that_disagree_leave_a_trial_that_grows_while_it_passes_unrefused() {
         let start = Instant::now();
         let mut learning = Learning::default();
         refused_window(&mut learning, start, 20, SECOND);
@@ -302,16 +325,24 @@ mod tests {
         refused_window(&mut learning, reopened, 3, SECOND);
         let next = reopened + 1100 * MS;
         learning.accepted(next, next);
-        assert_eq!(
-            learning.quota(next),
-            None,
-            "20 then 3: a server refusing at random"
-        );
-        // 3 then 3 agree.
-        refused_window(&mut learning, next, 2, SECOND);
-        let last = next + 1100 * MS;
+        // 20 then 3 (a server refusing at random): no agreement, a trial of 4 a window.
+        assert_eq!(learning.quota(next).unwrap().remaining, 3);
+        for nth in 1..4 {
+            learning.accepted(next + MS * nth, next + MS * nth);
+        }
+        let length = learning.quota(next).unwrap().reset_at - next;
+        // All 4 passed unrefused: the count was low, the next trial lets out 5.
+        let after = next + length;
+        learning.accepted(after, after);
+        assert_eq!(learning.quota(after).unwrap().remaining, 4);
+        // Refused at 5: 4 then 5 agree, and the limit holds at 5.
+        for nth in 1..5 {
+            learning.accepted(after + MS * nth, after + MS * nth);
+        }
+        learning.refused(after + 5 * MS, Some(after + SECOND));
+        let last = after + 2 * SECOND;
         learning.accepted(last, last);
-        assert_eq!(learning.quota(last).unwrap().remaining, 2);
+        assert_eq!(learning.quota(last).unwrap().remaining, 4);
     }
 
     /// Learns 20 a window of about a second; the window under way began at the returned time.
