@@ -120,3 +120,30 @@ fn the_layer_under_meters_is_refused_only_at_a_cold_start_without_the_slow_start
         assert_eq!(layer.measured.latencies.len(), args.requests);
     }
 }
+
+/// Where the server publishes no quota, the layer learns it: against fixed windows of 20 a
+/// second, 50 workers, it is refused at most 3 % as often as the plain client with
+/// `Retry-After` only, and 5 % with nothing, and about ten times as often without learning.
+#[test]
+fn without_meters_the_learned_limit_keeps_the_layer_off_the_wall() {
+    for algorithm in [Algorithm::FirstRequest, Algorithm::Aligned] {
+        for (headers, share) in [(Headers::RetryAfter, 3), (Headers::None, 5)] {
+            let args = Args {
+                algorithm,
+                headers,
+                ..issue_12()
+            };
+            let rows = sim::runs(&args, 7);
+            let (_, outcomes) = &rows[0];
+            let plain = outcomes[0].refused();
+            let unlearned = outcomes[2].refused();
+            let layer = outcomes.last().unwrap().refused();
+            let described = args.describe();
+            assert!(
+                layer * 100 <= plain * share,
+                "{described}: {layer} of {plain}"
+            );
+            assert!(unlearned > 5 * layer, "{described}: {unlearned} unlearned");
+        }
+    }
+}
