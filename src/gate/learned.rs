@@ -149,17 +149,16 @@ impl Learning {
         let measured = known_over.saturating_duration_since(refused.began);
         let accepted = refused.accepted;
         let Some(estimate) = self.estimate.as_mut() else {
-            if accepted > 0 {
-                self.estimate = Some(Estimate {
-                    limit: accepted,
-                    agreed: false,
-                    length: measured,
-                    instructed,
-                    unrefused: 0,
-                    patience: PATIENCE,
-                    trying: false,
-                });
-            }
+            // The first window: it began with an accepted request.
+            self.estimate = Some(Estimate {
+                limit: accepted,
+                agreed: false,
+                length: measured,
+                instructed,
+                unrefused: 0,
+                patience: PATIENCE,
+                trying: false,
+            });
             return;
         };
         if refused.early || measured < estimate.length {
@@ -304,13 +303,13 @@ mod tests {
             let at = reopened + MS * nth;
             learning.accepted(at, at + 20 * MS);
         }
-        learning.refused(reopened + 20 * MS, Some(reopened + 40 * MS + SECOND));
-        let next = reopened + 1100 * MS;
+        learning.refused(reopened + 20 * MS, Some(reopened + 40 * MS + 2 * SECOND));
+        let next = reopened + 2100 * MS;
         learning.accepted(next, next + 20 * MS);
         let quota = learning.quota(next + 20 * MS).unwrap();
         assert_eq!(quota.remaining, 19, "20 a window, one of them out");
         // The length runs from the first send to the end of the refusal's instruction: the
-        // shorter of the two measured.
+        // shorter of the two measured, 1.04 s and 2.04 s.
         let shortest = (start + 40 * MS + SECOND) - start;
         assert_eq!(quota.reset_at, next + 20 * MS + shortest);
         assert_eq!(learning.quota(quota.reset_at), None, "over at its end");
@@ -476,6 +475,41 @@ mod tests {
             learning.quota(end),
             None,
             "the probe begins the next window"
+        );
+    }
+
+    #[test]
+    fn a_request_accepted_before_the_instruction_ended_bounds_the_length_instead() {
+        let start = Instant::now();
+        let mut learning = Learning::default();
+        for window in 0..3 {
+            let began = start + 2 * SECOND * window;
+            for nth in 0..20 {
+                learning.accepted(began + MS * nth, began + MS * nth);
+            }
+            // Told to wait a second, but a request sent 600 ms after the window began was
+            // accepted (a token came back): the window was over by then.
+            learning.refused(began + 20 * MS, Some(began + SECOND));
+            learning.accepted(began + 600 * MS, began + 600 * MS);
+            for nth in 1..20 {
+                learning.accepted(began + 600 * MS + MS * nth, began + 600 * MS);
+            }
+            learning.refused(began + 700 * MS, Some(began + 1700 * MS));
+        }
+        let last = start + 6 * SECOND;
+        learning.accepted(last, last);
+        let end = learning.quota(last).unwrap().reset_at;
+        assert_eq!(
+            end,
+            last + 600 * MS,
+            "to the accepted send, not the instruction"
+        );
+        for nth in 1..20 {
+            learning.accepted(last + MS * nth, last + MS * nth);
+        }
+        assert!(
+            learning.spent_window_over(end),
+            "a length not named: a probe"
         );
     }
 
