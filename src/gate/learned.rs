@@ -80,6 +80,9 @@ struct Estimate {
     patience: u32,
     /// The limit was just raised: a refusal puts it back and doubles the patience.
     trying: bool,
+    /// The length in force is a guessed one shortened, not one measured: found too short,
+    /// the next shortening waits twice as long.
+    shortened: bool,
 }
 
 impl Learning {
@@ -100,11 +103,7 @@ impl Learning {
         if let Some(refused) = self.refused.take() {
             self.settle(refused, sent);
         }
-        self.window = Some(Window {
-            sent,
-            answered: now,
-            accepted: 1,
-        });
+        self.begin(sent, now, 1);
     }
 
     /// A request sent at `sent` was refused, with the server's instruction ending at `until`
@@ -158,13 +157,19 @@ impl Learning {
                 unrefused: 0,
                 patience: PATIENCE,
                 trying: false,
+                shortened: false,
             });
             return;
         };
+        if refused.early && estimate.shortened {
+            estimate.patience = (estimate.patience * 2).min(MOST_PATIENCE);
+        }
         if refused.early || measured < estimate.length {
             estimate.length = measured;
             estimate.instructed = instructed;
+            estimate.shortened = false;
         }
+        estimate.unrefused = 0;
         if accepted == 0 {
             return;
         }
@@ -177,8 +182,16 @@ impl Learning {
         } else if agree(estimate.limit, accepted) {
             estimate.limit = estimate.limit.min(accepted);
         }
-        estimate.unrefused = 0;
         estimate.trying = false;
+    }
+
+    /// Begins a window with its first request sent at `sent`, answered at `answered`.
+    fn begin(&mut self, sent: Instant, answered: Instant, accepted: u64) {
+        self.window = Some(Window {
+            sent,
+            answered,
+            accepted,
+        });
     }
 
     /// A response carried meters: what they say replaces anything learned.
@@ -213,11 +226,7 @@ impl Learning {
         }
         let restores = estimate.agreed && estimate.instructed;
         if restores {
-            self.window = Some(Window {
-                sent: now,
-                answered: now,
-                accepted: 0,
-            });
+            self.begin(now, now, 0);
         }
         !restores
     }
@@ -245,8 +254,15 @@ impl Learning {
         estimate.unrefused += 1;
         if estimate.unrefused >= estimate.patience {
             estimate.unrefused = 0;
-            estimate.limit += 1;
-            estimate.trying = true;
+            if estimate.instructed {
+                estimate.limit += 1;
+                estimate.trying = true;
+            } else {
+                // A length measured to the next accepted request is as long as the guessed
+                // waits before it: try an eighth less.
+                estimate.length -= estimate.length / 8;
+                estimate.shortened = true;
+            }
         }
         true
     }
@@ -511,6 +527,71 @@ mod tests {
             learning.spent_window_over(end),
             "a length not named: a probe"
         );
+    }
+
+    /// Learns 20 a window without instructions, each window found over 2 s after it began.
+    fn guessed(start: Instant) -> (Learning, Instant) {
+        let mut learning = Learning::default();
+        for window in 0..3 {
+            let began = start + 2 * SECOND * window;
+            for nth in 0..20 {
+                learning.accepted(began + MS * nth, began + MS * nth);
+            }
+            learning.refused(began + 20 * MS, None);
+        }
+        let last = start + 6 * SECOND;
+        learning.accepted(last, last);
+        (learning, last)
+    }
+
+    /// Spends the window under way, which began at `began`, and begins the next at its end,
+    /// as the gate does: a probe, accepted. Returns when the next began.
+    fn pass_window(learning: &mut Learning, began: Instant) -> Instant {
+        let end = learning.quota(began).unwrap().reset_at;
+        for nth in 1..20 {
+            learning.accepted(began + MS * nth, began + MS * nth);
+        }
+        assert!(learning.spent_window_over(end));
+        learning.accepted(end, end);
+        end
+    }
+
+    #[test]
+    fn a_guessed_length_is_shortened_by_an_eighth_after_a_run_of_windows_unrefused() {
+        let (mut learning, mut window) = guessed(Instant::now());
+        let mut lengths = Vec::new();
+        for _ in 0..5 {
+            let next = pass_window(&mut learning, window);
+            lengths.push(next - window);
+            window = next;
+        }
+        let two = 2 * SECOND;
+        assert_eq!(
+            lengths,
+            [two, two, two, two, two - two / 8],
+            "the limit stays 20"
+        );
+        assert_eq!(learning.quota(window).unwrap().remaining, 19);
+        // The shortened window's end was early: the probe is refused. The length is measured
+        // again across it, and the next shortening waits twice as long.
+        let end = learning.quota(window).unwrap().reset_at;
+        for nth in 1..20 {
+            learning.accepted(window + MS * nth, window + MS * nth);
+        }
+        assert!(learning.spent_window_over(end));
+        learning.refused(end, None);
+        let found = window + 2 * SECOND;
+        learning.accepted(found, found);
+        assert_eq!(learning.quota(found).unwrap().reset_at, found + 2 * SECOND);
+        let mut window = found;
+        let mut lengths = Vec::new();
+        for _ in 0..9 {
+            let next = pass_window(&mut learning, window);
+            lengths.push(next - window);
+            window = next;
+        }
+        assert_eq!(lengths[..8], [two; 8]);
+        assert_eq!(lengths[8], two - two / 8);
     }
 
     #[test]
