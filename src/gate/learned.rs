@@ -595,6 +595,16 @@ mod tests {
     }
 
     #[test]
+    fn a_trial_lets_out_at_least_one_more_than_the_count_it_tries() {
+        let start = Instant::now();
+        let mut learning = Learning::default();
+        refused_window(&mut learning, start, 1, SECOND);
+        let next = start + 1100 * MS;
+        learning.accepted(next, next);
+        assert_eq!(learning.quota(next).unwrap().remaining, 1, "two in all");
+    }
+
+    #[test]
     fn a_request_sent_before_the_refused_one_counts_in_its_window() {
         let start = Instant::now();
         let mut learning = Learning::default();
