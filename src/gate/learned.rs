@@ -49,15 +49,16 @@ struct Window {
     accepted: u64,
 }
 
-/// A refusal ended a window. Requests sent before the refused one may still come back
-/// accepted: they count in its window. The first accepted request sent after it settles what
-/// the window says: how many it accepted, and how long it lasted.
+/// A refusal ended a window. Requests sent before the refusal came back may still come back
+/// accepted: they were out in its window (requests go out in any order, and the gate closes
+/// only when the refusal is heard), and count in it. The first accepted request sent after
+/// settles what the window says: how many it accepted, and how long it lasted.
 #[derive(Clone, Copy, Debug)]
 struct Refused {
     /// When the measured span began: the refused window's first request's send.
     began: Instant,
-    /// When the refused request was sent.
-    sent: Instant,
+    /// When the refusal came back.
+    heard: Instant,
     /// How many requests the refused window accepted.
     accepted: u64,
     /// The end of the instruction the refusal carried.
@@ -94,8 +95,8 @@ impl Learning {
             return;
         }
         if let Some(refused) = self.refused.as_mut() {
-            if sent <= refused.sent {
-                // Out before the refused one: it counts in the refused window.
+            if sent <= refused.heard {
+                // Out before the refusal was heard: it counts in the refused window.
                 refused.accepted += 1;
                 return;
             }
@@ -106,14 +107,14 @@ impl Learning {
         self.begin(sent, now, 1);
     }
 
-    /// A request sent at `sent` was refused, with the server's instruction ending at `until`
-    /// if it gave one.
-    pub(super) fn refused(&mut self, sent: Instant, until: Option<Instant>) {
+    /// A request sent at `sent` was refused, heard at `now`, with the server's instruction
+    /// ending at `until` if it gave one.
+    pub(super) fn refused(&mut self, sent: Instant, now: Instant, until: Option<Instant>) {
         self.end_passed_window(sent);
         if let Some(window) = self.window.take() {
             self.refused = Some(Refused {
                 began: window.sent,
-                sent,
+                heard: now,
                 accepted: window.accepted,
                 until,
                 early: false,
@@ -123,13 +124,12 @@ impl Learning {
         match self.refused.as_mut() {
             Some(refused) => {
                 refused.until = refused.until.max(until);
-                refused.sent = refused.sent.min(sent);
             }
             // The window the estimate said had passed had not.
             None => {
                 self.refused = self.passed.map(|began| Refused {
                     began,
-                    sent,
+                    heard: now,
                     accepted: 0,
                     until,
                     early: true,
@@ -302,7 +302,7 @@ mod tests {
             learning.accepted(at, at + 20 * MS);
         }
         let sent = start + MS * accepted as u32;
-        learning.refused(sent, Some(sent + 20 * MS + wait));
+        learning.refused(sent, sent + 20 * MS, Some(sent + 20 * MS + wait));
     }
 
     #[test]
@@ -319,7 +319,11 @@ mod tests {
             let at = reopened + MS * nth;
             learning.accepted(at, at + 20 * MS);
         }
-        learning.refused(reopened + 20 * MS, Some(reopened + 40 * MS + 2 * SECOND));
+        learning.refused(
+            reopened + 20 * MS,
+            reopened + 40 * MS,
+            Some(reopened + 40 * MS + 2 * SECOND),
+        );
         let next = reopened + 2100 * MS;
         learning.accepted(next, next + 20 * MS);
         let quota = learning.quota(next + 20 * MS).unwrap();
@@ -354,7 +358,11 @@ mod tests {
         for nth in 1..5 {
             learning.accepted(after + MS * nth, after + MS * nth);
         }
-        learning.refused(after + 5 * MS, Some(after + SECOND));
+        learning.refused(
+            after + 5 * MS,
+            after + 5 * MS + 20 * MS,
+            Some(after + SECOND),
+        );
         let last = after + 2 * SECOND;
         learning.accepted(last, last);
         assert_eq!(learning.quota(last).unwrap().remaining, 4);
@@ -374,7 +382,7 @@ mod tests {
     #[test]
     fn a_refusal_far_below_the_limit_is_not_the_quota_speaking() {
         let (mut learning, now) = learned(Instant::now());
-        learning.refused(now + MS, Some(now + SECOND));
+        learning.refused(now + MS, now + MS + 20 * MS, Some(now + SECOND));
         let next = now + 2 * SECOND;
         learning.accepted(next, next);
         assert_eq!(learning.quota(next).unwrap().remaining, 19);
@@ -382,7 +390,11 @@ mod tests {
         for nth in 1..17 {
             learning.accepted(next + MS * nth, next + MS * nth);
         }
-        learning.refused(next + 17 * MS, Some(next + SECOND));
+        learning.refused(
+            next + 17 * MS,
+            next + 17 * MS + 20 * MS,
+            Some(next + SECOND),
+        );
         let after = next + 2 * SECOND;
         learning.accepted(after, after);
         assert_eq!(learning.quota(after).unwrap().remaining, 16);
@@ -411,7 +423,11 @@ mod tests {
         for nth in 1..21 {
             learning.accepted(window + MS * nth, window + MS * nth);
         }
-        learning.refused(window + 21 * MS, Some(window + length));
+        learning.refused(
+            window + 21 * MS,
+            window + 21 * MS + 20 * MS,
+            Some(window + length),
+        );
         let mut limits = Vec::new();
         window += 2 * length;
         for _ in 0..10 {
@@ -430,7 +446,7 @@ mod tests {
         // The next window's first request, sent at the learned end, is refused for 300 ms
         // more: the window began 300 ms later than learned.
         let early = window + length;
-        learning.refused(early, Some(early + 300 * MS));
+        learning.refused(early, early + 20 * MS, Some(early + 300 * MS));
         let next = early + 400 * MS;
         learning.accepted(next, next);
         let longer = learning.quota(next).unwrap().reset_at - next;
@@ -476,7 +492,7 @@ mod tests {
             for nth in 0..20 {
                 learning.accepted(began + MS * nth, began + MS * nth);
             }
-            learning.refused(began + 20 * MS, None);
+            learning.refused(began + 20 * MS, began + 40 * MS, None);
         }
         let last = start + 6 * SECOND;
         learning.accepted(last, last);
@@ -505,12 +521,16 @@ mod tests {
             }
             // Told to wait a second, but a request sent 600 ms after the window began was
             // accepted (a token came back): the window was over by then.
-            learning.refused(began + 20 * MS, Some(began + SECOND));
+            learning.refused(began + 20 * MS, began + 40 * MS, Some(began + SECOND));
             learning.accepted(began + 600 * MS, began + 600 * MS);
             for nth in 1..20 {
                 learning.accepted(began + 600 * MS + MS * nth, began + 600 * MS);
             }
-            learning.refused(began + 700 * MS, Some(began + 1700 * MS));
+            learning.refused(
+                began + 700 * MS,
+                began + 700 * MS + 20 * MS,
+                Some(began + 1700 * MS),
+            );
         }
         let last = start + 6 * SECOND;
         learning.accepted(last, last);
@@ -537,7 +557,7 @@ mod tests {
             for nth in 0..20 {
                 learning.accepted(began + MS * nth, began + MS * nth);
             }
-            learning.refused(began + 20 * MS, None);
+            learning.refused(began + 20 * MS, began + 40 * MS, None);
         }
         let last = start + 6 * SECOND;
         learning.accepted(last, last);
@@ -579,7 +599,7 @@ mod tests {
             learning.accepted(window + MS * nth, window + MS * nth);
         }
         assert!(learning.spent_window_over(end));
-        learning.refused(end, None);
+        learning.refused(end, end + 20 * MS, None);
         let found = window + 2 * SECOND;
         learning.accepted(found, found);
         assert_eq!(learning.quota(found).unwrap().reset_at, found + 2 * SECOND);
@@ -605,7 +625,7 @@ mod tests {
     }
 
     #[test]
-    fn a_request_sent_before_the_refused_one_counts_in_its_window() {
+    fn a_request_out_before_the_refusal_was_heard_counts_in_its_window() {
         let start = Instant::now();
         let mut learning = Learning::default();
         for window in 0..2 {
@@ -613,9 +633,10 @@ mod tests {
             for nth in 0..15 {
                 learning.accepted(began + MS * nth, began + MS * nth);
             }
-            // The sixteenth is refused; five sent before it come back accepted after it.
-            learning.refused(began + 20 * MS, Some(began + SECOND));
-            for nth in 15..20 {
+            // The sixteenth is refused, heard at 40 ms; five sent before or after it (but
+            // before it was heard) come back accepted later.
+            learning.refused(began + 20 * MS, began + 40 * MS, Some(began + SECOND));
+            for nth in [15, 16, 25, 30, 39] {
                 learning.accepted(began + MS * nth, began + 50 * MS);
             }
         }

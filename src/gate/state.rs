@@ -276,7 +276,7 @@ impl Gate {
             self.learning.forget();
         } else if report.refused {
             self.learning
-                .refused(admitted.sent, report.instructed_until);
+                .refused(admitted.sent, now, report.instructed_until);
         } else {
             self.learning.accepted(admitted.sent, now);
         }
