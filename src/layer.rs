@@ -224,8 +224,8 @@ impl<P> RateLimitLayer<P> {
     /// each failed raise), and dropped as soon as a response carries meters.
     ///
     /// Against a fixed window of 20 a second with `Retry-After` only, 50 workers and 400
-    /// requests, the layer is refused 8 times over loopback with it and 43 without (the
-    /// demo), 32 and 316 times with 20 to 80 ms round trips (the simulator).
+    /// requests, the layer is refused 10 times over loopback with it and 38 without (the
+    /// demo), 24 and 316 times with 20 to 80 ms round trips (the simulator).
     ///
     /// Applies only where [`respect_remaining`](Self::respect_remaining) is on.
     ///
