@@ -294,6 +294,14 @@ mod tests {
     const MS: Duration = Duration::from_millis(1);
     const SECOND: Duration = Duration::from_secs(1);
 
+    /// Requests `range` of those sent a millisecond apart from `from`, each accepted as it
+    /// went.
+    fn accept(learning: &mut Learning, from: Instant, range: std::ops::Range<u32>) {
+        for nth in range {
+            learning.accepted(from + MS * nth, from + MS * nth);
+        }
+    }
+
     /// A window of `accepted` requests answered from `start` on, a millisecond apart, ended by
     /// a refusal naming `wait`; returns when the window's first request went.
     fn refused_window(learning: &mut Learning, start: Instant, accepted: u64, wait: Duration) {
@@ -346,18 +354,14 @@ mod tests {
         learning.accepted(next, next);
         // 20 then 3 (a server refusing at random): no agreement, a trial of 4 a window.
         assert_eq!(learning.quota(next).unwrap().remaining, 3);
-        for nth in 1..4 {
-            learning.accepted(next + MS * nth, next + MS * nth);
-        }
+        accept(&mut learning, next, 1..4);
         let length = learning.quota(next).unwrap().reset_at - next;
         // All 4 passed unrefused: the count was low, the next trial lets out 5.
         let after = next + length;
         learning.accepted(after, after);
         assert_eq!(learning.quota(after).unwrap().remaining, 4);
         // Refused at 5: 4 then 5 agree, and the limit holds at 5.
-        for nth in 1..5 {
-            learning.accepted(after + MS * nth, after + MS * nth);
-        }
+        accept(&mut learning, after, 1..5);
         learning.refused(
             after + 5 * MS,
             after + 5 * MS + 20 * MS,
@@ -387,9 +391,7 @@ mod tests {
         learning.accepted(next, next);
         assert_eq!(learning.quota(next).unwrap().remaining, 19);
         // Refused near it, the limit becomes what the window accepted.
-        for nth in 1..17 {
-            learning.accepted(next + MS * nth, next + MS * nth);
-        }
+        accept(&mut learning, next, 1..17);
         learning.refused(
             next + 17 * MS,
             next + 17 * MS + 20 * MS,
@@ -420,9 +422,7 @@ mod tests {
             "a raise each four"
         );
         // Refused at 22: back to 21, and the next raise waits eight windows.
-        for nth in 1..21 {
-            learning.accepted(window + MS * nth, window + MS * nth);
-        }
+        accept(&mut learning, window, 1..21);
         learning.refused(
             window + 21 * MS,
             window + 21 * MS + 20 * MS,
@@ -469,9 +469,7 @@ mod tests {
     fn a_spent_window_whose_length_the_server_named_restores_its_quota_at_its_end() {
         let (mut learning, window) = learned(Instant::now());
         let end = learning.quota(window).unwrap().reset_at;
-        for nth in 1..20 {
-            learning.accepted(window + MS * nth, window + MS * nth);
-        }
+        accept(&mut learning, window, 1..20);
         assert_eq!(learning.quota(window + 20 * MS).unwrap().remaining, 0);
         assert!(!learning.spent_window_over(end - MS));
         assert!(!learning.spent_window_over(end), "no probe owed");
@@ -489,16 +487,12 @@ mod tests {
         // Refusals without an instruction: the length is measured to the next acceptance.
         for window in 0..3 {
             let began = start + 2 * SECOND * window;
-            for nth in 0..20 {
-                learning.accepted(began + MS * nth, began + MS * nth);
-            }
+            accept(&mut learning, began, 0..20);
             learning.refused(began + 20 * MS, began + 40 * MS, None);
         }
         let last = start + 6 * SECOND;
         learning.accepted(last, last);
-        for nth in 1..20 {
-            learning.accepted(last + MS * nth, last + MS * nth);
-        }
+        accept(&mut learning, last, 1..20);
         let end = learning.quota(last).unwrap().reset_at;
         assert_eq!(end, last + 2 * SECOND);
         assert!(learning.spent_window_over(end));
@@ -516,9 +510,7 @@ mod tests {
         let mut learning = Learning::default();
         for window in 0..3 {
             let began = start + 2 * SECOND * window;
-            for nth in 0..20 {
-                learning.accepted(began + MS * nth, began + MS * nth);
-            }
+            accept(&mut learning, began, 0..20);
             // Told to wait a second, but a request sent 600 ms after the window began was
             // accepted (a token came back): the window was over by then.
             learning.refused(began + 20 * MS, began + 40 * MS, Some(began + SECOND));
@@ -540,9 +532,7 @@ mod tests {
             last + 600 * MS,
             "to the accepted send, not the instruction"
         );
-        for nth in 1..20 {
-            learning.accepted(last + MS * nth, last + MS * nth);
-        }
+        accept(&mut learning, last, 1..20);
         assert!(
             learning.spent_window_over(end),
             "a length not named: a probe"
@@ -554,9 +544,7 @@ mod tests {
         let mut learning = Learning::default();
         for window in 0..3 {
             let began = start + 2 * SECOND * window;
-            for nth in 0..20 {
-                learning.accepted(began + MS * nth, began + MS * nth);
-            }
+            accept(&mut learning, began, 0..20);
             learning.refused(began + 20 * MS, began + 40 * MS, None);
         }
         let last = start + 6 * SECOND;
@@ -568,9 +556,7 @@ mod tests {
     /// as the gate does: a probe, accepted. Returns when the next began.
     fn pass_window(learning: &mut Learning, began: Instant) -> Instant {
         let end = learning.quota(began).unwrap().reset_at;
-        for nth in 1..20 {
-            learning.accepted(began + MS * nth, began + MS * nth);
-        }
+        accept(learning, began, 1..20);
         assert!(learning.spent_window_over(end));
         learning.accepted(end, end);
         end
@@ -595,9 +581,7 @@ mod tests {
         // The shortened window's end was early: the probe is refused. The length is measured
         // again across it, and the next shortening waits twice as long.
         let end = learning.quota(window).unwrap().reset_at;
-        for nth in 1..20 {
-            learning.accepted(window + MS * nth, window + MS * nth);
-        }
+        accept(&mut learning, window, 1..20);
         assert!(learning.spent_window_over(end));
         learning.refused(end, end + 20 * MS, None);
         let found = window + 2 * SECOND;
@@ -630,9 +614,7 @@ mod tests {
         let mut learning = Learning::default();
         for window in 0..2 {
             let began = start + 2 * SECOND * window;
-            for nth in 0..15 {
-                learning.accepted(began + MS * nth, began + MS * nth);
-            }
+            accept(&mut learning, began, 0..15);
             // The sixteenth is refused, heard at 40 ms; five sent before or after it (but
             // before it was heard) come back accepted later.
             learning.refused(began + 20 * MS, began + 40 * MS, Some(began + SECOND));
