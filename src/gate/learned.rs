@@ -317,10 +317,10 @@ mod tests {
     fn two_windows_that_agree_give_the_limit_and_the_length() {
         let start = Instant::now();
         let mut learning = Learning::default();
-        refused_window(&mut learning, start, 20, SECOND);
+        refused_window(&mut learning, start, 20, 2 * SECOND);
         // One window is only a trial: the next lets out no more than would still agree with
         // it, 26, so that it meets the wall with few out.
-        let reopened = start + 1100 * MS;
+        let reopened = start + 2100 * MS;
         learning.accepted(reopened, reopened + 20 * MS);
         assert_eq!(learning.quota(reopened + 20 * MS).unwrap().remaining, 25);
         for nth in 1..20 {
@@ -330,15 +330,15 @@ mod tests {
         learning.refused(
             reopened + 20 * MS,
             reopened + 40 * MS,
-            Some(reopened + 40 * MS + 2 * SECOND),
+            Some(reopened + 40 * MS + SECOND),
         );
-        let next = reopened + 2100 * MS;
+        let next = reopened + 1100 * MS;
         learning.accepted(next, next + 20 * MS);
         let quota = learning.quota(next + 20 * MS).unwrap();
         assert_eq!(quota.remaining, 19, "20 a window, one of them out");
         // The length runs from the first send to the end of the refusal's instruction: the
-        // shorter of the two measured, 1.04 s and 2.04 s.
-        let shortest = (start + 40 * MS + SECOND) - start;
+        // shorter of the two measured, 2.04 s then 1.04 s.
+        let shortest = (reopened + 40 * MS + SECOND) - reopened;
         assert_eq!(quota.reset_at, next + 20 * MS + shortest);
         assert_eq!(learning.quota(quota.reset_at), None, "over at its end");
     }
@@ -596,6 +596,33 @@ mod tests {
         }
         assert_eq!(lengths[..8], [two; 8]);
         assert_eq!(lengths[8], two - two / 8);
+    }
+
+    #[test]
+    fn a_refusal_at_the_limit_after_a_shortening_does_not_slow_the_next() {
+        let (mut learning, mut window) = guessed(Instant::now());
+        for _ in 0..4 {
+            window = pass_window(&mut learning, window);
+        }
+        // Shortened to 1.75 s; this window meets the wall at its 21st request, as the first
+        // ones did: the count, not the length, speaks.
+        accept(&mut learning, window, 1..20);
+        learning.refused(window + 20 * MS, window + 40 * MS, None);
+        let mut window = window + 2 * SECOND;
+        learning.accepted(window, window);
+        let mut lengths = Vec::new();
+        for _ in 0..5 {
+            let next = pass_window(&mut learning, window);
+            lengths.push(next - window);
+            window = next;
+        }
+        let shortened = 2 * SECOND - 2 * SECOND / 8;
+        assert_eq!(lengths[..4], [shortened; 4]);
+        assert_eq!(
+            lengths[4],
+            shortened - shortened / 8,
+            "after four more, not eight"
+        );
     }
 
     #[test]
