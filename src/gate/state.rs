@@ -588,6 +588,19 @@ mod tests {
     }
 
     /// A gate closed until `now + wait` by a 429 to one request, that request answered.
+    /// A gate closed for a second with three waiters, whose probe came back at `open` with a
+    /// policy pacing releases a second apart.
+    fn released_at_a_pace_of_a_second() -> (Instant, Instant, Gate, Waker, Vec<u64>) {
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 3);
+        let (probe, open) = gate.go(ids[0], now, &waker);
+        let policy = Report {
+            pace: paced(SECOND, open),
+            ..HEALTHY
+        };
+        gate.answered(probe, policy, open);
+        (now, open, gate, waker, ids)
+    }
+
     fn closed_gate(now: Instant, wait: Duration) -> Gate {
         let mut gate = Gate::new();
         let admitted = gate.come(now).unwrap();
@@ -1292,16 +1305,7 @@ mod tests {
 
     #[test]
     fn the_release_ends_with_its_backlog_and_later_calls_are_not_paced() {
-        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 3);
-        let (probe, open) = gate.go(ids[0], now, &waker);
-        gate.answered(
-            probe,
-            Report {
-                pace: paced(SECOND, open),
-                ..HEALTHY
-            },
-            open,
-        );
+        let (_, open, mut gate, waker, ids) = released_at_a_pace_of_a_second();
         // Two were waiting when the probe came back: they are the backlog.
         let (_, first) = gate.go(ids[1], open, &waker);
         assert_eq!(first, open + SECOND);
@@ -1662,16 +1666,7 @@ mod tests {
 
     #[test]
     fn a_gate_with_calls_waiting_behind_a_pace_holds_them() {
-        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 3);
-        let (probe, open) = gate.go(ids[0], now, &waker);
-        gate.answered(
-            probe,
-            Report {
-                pace: paced(SECOND, open),
-                ..HEALTHY
-            },
-            open,
-        );
+        let (_, open, gate, _, _) = released_at_a_pace_of_a_second();
         assert_eq!((gate.in_flight(), gate.closed_for(open, TERMS)), (0, None));
         assert!(gate.holds_calls(open), "two wait behind the pace");
     }
