@@ -2,9 +2,12 @@
 //! key and where its jitter comes from. One value, built by the layer and held by the service
 //! behind an `Arc`, so a call takes all of it with one reference count.
 
+use std::sync::Arc;
+
 use http::request::Parts;
 
 use crate::gate::Gates;
+use crate::headers::ReadHeaders;
 use crate::jitter::{Draws, Jitter};
 use crate::key::{Key, KeyFn, by_origin};
 use crate::settings::Settings;
@@ -16,6 +19,8 @@ pub(crate) struct Config {
     pub(crate) gates: Gates,
     pub(crate) key: KeyFn,
     pub(crate) jitter: Jitter,
+    /// The user's readers of headers the crate does not read itself.
+    pub(crate) readers: Vec<Arc<dyn ReadHeaders>>,
 }
 
 impl Default for Config {
@@ -25,6 +30,7 @@ impl Default for Config {
             gates: Gates::new(),
             key: by_origin(),
             jitter: Jitter::Random,
+            readers: Vec::new(),
         }
     }
 }

@@ -10,6 +10,7 @@ use tower_layer::Layer;
 use crate::backoff::Backoff;
 use crate::config::Config;
 use crate::gate::Gates;
+use crate::headers::ReadHeaders;
 use crate::jitter::Jitter;
 use crate::key::Key;
 use crate::policy::StatusPolicy;
@@ -320,6 +321,24 @@ impl<P> RateLimitLayer<P> {
     /// `probe_timeout` how long a hung probe holds it).
     pub fn gates(mut self, gates: Gates) -> Self {
         self.config.gates = gates;
+        self
+    }
+
+    /// Adds a reader of rate-limit headers the crate does not read itself (see
+    /// [`ReadHeaders`]): it runs on every response, after the crate's own readers, and what it
+    /// finds counts as theirs do. Several readers run in the order they were added.
+    ///
+    /// One line says that a server answers spent limits with 403 (as GitHub Enterprise behind
+    /// a proxy that strips `x-ratelimit-resource` does):
+    ///
+    /// ```
+    /// use tower_retry_after::RateLimitLayer;
+    ///
+    /// let layer = RateLimitLayer::new().read_headers_with(|_: &http::HeaderMap, _: &_, found: &mut tower_retry_after::Found<'_>| found.forbidden_is_refusal());
+    /// # let _ = layer;
+    /// ```
+    pub fn read_headers_with<R: ReadHeaders>(mut self, reader: R) -> Self {
+        self.config.readers.push(Arc::new(reader));
         self
     }
 }

@@ -86,7 +86,7 @@ pub use backoff::Backoff;
 pub use cost::CallCost;
 pub use future::ResponseFuture;
 pub use gate::{GateSnapshot, Gates, MemoryStore, Window, WindowStore};
-pub use headers::{Meter, RateLimitInfo};
+pub use headers::{Figures, Found, Meter, RateLimitInfo, ReadHeaders, ResponseClock, Unit};
 pub use key::{InvalidOrigin, Key};
 pub use layer::RateLimitLayer;
 pub use policy::BoxError;

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use http::{Response, StatusCode};
+use http::Response;
 use tokio::time::Instant;
 
 use super::Gates;
@@ -17,6 +17,7 @@ use super::terms::Terms;
 use super::ticket::{Pass, Place};
 use super::time::{ServerClock, after};
 use crate::budget::Answer;
+use crate::config::Config;
 use crate::headers::RateLimitInfo;
 use crate::key::Key;
 use crate::settings::Settings;
@@ -132,11 +133,17 @@ impl Said {
         response: &mut Response<B>,
         now: Instant,
         floor: Option<SystemTime>,
-        settings: &Settings,
+        config: &Config,
     ) -> Said {
-        let info = RateLimitInfo::read(response.headers(), SystemTime::now(), floor);
+        let settings = &config.settings;
+        let info = RateLimitInfo::read(
+            response.headers(),
+            SystemTime::now(),
+            floor,
+            &config.readers,
+        );
         let said = Said {
-            refused: response.status() == StatusCode::TOO_MANY_REQUESTS,
+            refused: info.is_refusal(response.status()),
             server_clock: info.server_date().map(|date| ServerClock::new(date, now)),
             ..Said::of(&info, now, settings)
         };

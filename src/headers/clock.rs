@@ -50,9 +50,24 @@ impl Reset {
     }
 }
 
-/// What the response says about its own age, and when it was received.
+/// A response's clock: when it was received, what its `Date` and `Age` say, and what earlier
+/// responses said of the server's clock. A [`ReadHeaders`](crate::ReadHeaders) measures the
+/// times it reads against it, so that none is early.
+///
+/// # Example
+///
+/// ```
+/// use std::time::{Duration, UNIX_EPOCH};
+/// use tower_retry_after::{Figures, Found, ResponseClock};
+///
+/// fn read(_: &http::HeaderMap, clock: &ResponseClock, found: &mut Found<'_>) {
+///     let reset = UNIX_EPOCH + Duration::from_secs(1_700_000_060);
+///     found.meter(Figures::new().remaining(0).reset_in(clock.until(reset)));
+/// }
+/// # let _ = read;
+/// ```
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct ResponseClock {
+pub struct ResponseClock {
     received: SystemTime,
     date: Option<SystemTime>,
     age: Duration,
@@ -91,8 +106,11 @@ impl ResponseClock {
         self.date?.checked_add(self.age)
     }
 
-    /// How long after receipt the server's clock reaches `at`: zero if it already has.
-    pub(crate) fn until(&self, at: SystemTime) -> Duration {
+    /// How long after receipt the server's clock reaches `at`: zero if it already has. An
+    /// instant is read against the server's clock (`Date` plus `Age`, and what earlier
+    /// responses said of it), never against the client's alone; without a `Date`, the time of
+    /// receipt stands in.
+    pub fn until(&self, at: SystemTime) -> Duration {
         let server_now = match self.date {
             Some(_) => self
                 .server_date()
@@ -104,9 +122,21 @@ impl ResponseClock {
             .map_or(Duration::ZERO, |left| left.min(LONGEST))
     }
 
-    /// What is left at receipt of a countdown the server started: zero if nothing is. Only a
-    /// cache's `Age` is taken off: never early, whatever the clocks say.
-    pub(crate) fn countdown(&self, started_at: Duration) -> Duration {
+    /// What is left at receipt of a countdown the server started when it wrote the response:
+    /// zero if nothing is. Only a cache's `Age` is taken off: never early, whatever the clocks
+    /// say.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tower_retry_after::{Figures, Found, ResponseClock};
+    ///
+    /// fn read(_: &http::HeaderMap, clock: &ResponseClock, found: &mut Found<'_>) {
+    ///     let reset = clock.countdown(Duration::from_secs(30));
+    ///     found.meter(Figures::new().remaining(0).reset_in(reset));
+    /// }
+    /// # let _ = read;
+    /// ```
+    pub fn countdown(&self, started_at: Duration) -> Duration {
         started_at.min(LONGEST).saturating_sub(self.age)
     }
 
@@ -185,7 +215,7 @@ fn imf_fixdate(text: &str) -> Option<SystemTime> {
 }
 
 /// Days from 1970-01-01 to a date of the proleptic Gregorian calendar (from 1970 on).
-fn days_since_epoch(year: u64, month: u64, day: u64) -> u64 {
+pub(super) fn days_since_epoch(year: u64, month: u64, day: u64) -> u64 {
     // Counted from 1 March 0000, so the leap day falls at the end of a year.
     let (year, month) = if month <= 2 {
         (year - 1, month + 9)

@@ -30,11 +30,46 @@ pub(crate) enum Name {
     XRateDashLimitRemaining,
     XRateDashLimitUsed,
     XRateDashLimitReset,
+    // Vendors' own fields: each is read by the vendor's file, and only when present.
+    XRateLimitResource,
+    GitLabRateLimitLabel,
+    RateLimitResetTime,
+    XRateLimitBucket,
+    XRateLimitGlobal,
+    XRateLimitScope,
+    XRateLimitLimitRequests,
+    XRateLimitRemainingRequests,
+    XRateLimitResetRequests,
+    XRateLimitLimitTokens,
+    XRateLimitRemainingTokens,
+    XRateLimitResetTokens,
+    /// Every `anthropic-ratelimit-*` field: the vendor's file reads them all.
+    AnthropicRateLimit,
+    XShopifyShopApiCallLimit,
+    BetaRateLimit,
+    BetaRateLimitPolicy,
+    XRateLimitBare,
+    /// Every `zendesk-ratelimit-*` field: the vendor's file reads them all.
+    ZendeskRateLimit,
+    StripeRateLimitedReason,
+    XAmzRetryAfter,
 }
 
-const NAMES: usize = 18;
+const NAMES: usize = 38;
+
+/// Fields read by prefix: a vendor that names one field per meter.
+const PREFIXED: [(&str, Name); 2] = [
+    (ANTHROPIC_PREFIX, Name::AnthropicRateLimit),
+    (ZENDESK_PREFIX, Name::ZendeskRateLimit),
+];
+pub(crate) const ANTHROPIC_PREFIX: &str = "anthropic-ratelimit-";
+pub(crate) const ZENDESK_PREFIX: &str = "zendesk-ratelimit-";
 
 impl Name {
+    fn bit(self) -> u64 {
+        1 << self as u32
+    }
+
     fn of(name: &str) -> Option<Name> {
         Some(match name {
             "date" => Name::Date,
@@ -55,8 +90,38 @@ impl Name {
             "x-rate-limit-remaining" => Name::XRateDashLimitRemaining,
             "x-rate-limit-used" => Name::XRateDashLimitUsed,
             "x-rate-limit-reset" => Name::XRateDashLimitReset,
-            _ => return None,
+            "x-ratelimit-resource" => Name::XRateLimitResource,
+            "ratelimit-name" => Name::GitLabRateLimitLabel,
+            "ratelimit-resettime" => Name::RateLimitResetTime,
+            "x-ratelimit-bucket" => Name::XRateLimitBucket,
+            "x-ratelimit-global" => Name::XRateLimitGlobal,
+            "x-ratelimit-scope" => Name::XRateLimitScope,
+            "x-ratelimit-limit-requests" => Name::XRateLimitLimitRequests,
+            "x-ratelimit-remaining-requests" => Name::XRateLimitRemainingRequests,
+            "x-ratelimit-reset-requests" => Name::XRateLimitResetRequests,
+            "x-ratelimit-limit-tokens" => Name::XRateLimitLimitTokens,
+            "x-ratelimit-remaining-tokens" => Name::XRateLimitRemainingTokens,
+            "x-ratelimit-reset-tokens" => Name::XRateLimitResetTokens,
+            "x-shopify-shop-api-call-limit" => Name::XShopifyShopApiCallLimit,
+            "beta-ratelimit" => Name::BetaRateLimit,
+            "beta-ratelimit-policy" => Name::BetaRateLimitPolicy,
+            "x-rate-limit" => Name::XRateLimitBare,
+            "stripe-rate-limited-reason" => Name::StripeRateLimitedReason,
+            "x-amz-retry-after" => Name::XAmzRetryAfter,
+            _ => return Name::prefixed(name),
         })
+    }
+
+    /// A field of a vendor that names one field per meter. Most names a response carries
+    /// (`content-type`, `server`) fail on their first letter.
+    fn prefixed(name: &str) -> Option<Name> {
+        if !matches!(name.as_bytes().first(), Some(b'a' | b'z')) {
+            return None;
+        }
+        PREFIXED
+            .iter()
+            .find(|(prefix, _)| name.starts_with(prefix))
+            .map(|(_, known)| *known)
     }
 }
 
@@ -65,38 +130,66 @@ pub(crate) struct Fields<'a> {
     headers: &'a HeaderMap,
     /// The first line of each field the response carries.
     first: [Option<(&'a HeaderName, &'a HeaderValue)>; NAMES],
+    /// One bit per field the response carries.
+    present: u64,
     /// One bit per field that has more than one line.
-    repeated: u32,
+    repeated: u64,
 }
 
 impl<'a> Fields<'a> {
     pub(crate) fn new(headers: &'a HeaderMap) -> Self {
         let mut first = [None; NAMES];
+        let mut present = 0;
         let mut repeated = 0;
         for (name, value) in headers {
             if let Some(known) = Name::of(name.as_str()) {
                 match first[known as usize] {
                     None => first[known as usize] = Some((name, value)),
-                    Some(_) => repeated |= 1 << known as u32,
+                    Some(_) => repeated |= known.bit(),
                 }
+                present |= known.bit();
             }
         }
         Fields {
             headers,
             first,
+            present,
             repeated,
         }
     }
 
     /// Whether the response carries any of these fields.
     pub(crate) fn has_any(&self, names: &[Name]) -> bool {
-        names
-            .iter()
-            .any(|name| self.first[*name as usize].is_some())
+        self.present & names.iter().fold(0, |bits, name| bits | name.bit()) != 0
+    }
+
+    /// Whether the response carries this field.
+    pub(crate) fn has(&self, name: Name) -> bool {
+        self.present & name.bit() != 0
     }
 
     fn is_repeated(&self, name: Name) -> bool {
-        self.repeated & (1 << name as u32) != 0
+        self.repeated & name.bit() != 0
+    }
+
+    /// Every line of every field whose name starts with `prefix` (one of the prefixes
+    /// [`Name::prefixed`] knows), as the rest of the name and the trimmed line; lines that are
+    /// not visible ASCII are skipped, as [`lines`](Self::lines) skips them.
+    pub(crate) fn prefixed(
+        &self,
+        prefix: &'static str,
+    ) -> impl Iterator<Item = (&'a str, &'a str)> {
+        let carried = PREFIXED
+            .iter()
+            .any(|(known, name)| *known == prefix && self.has(*name));
+        carried
+            .then(|| self.headers.iter())
+            .into_iter()
+            .flatten()
+            .filter_map(move |(name, value)| {
+                let rest = name.as_str().strip_prefix(prefix)?;
+                Some((rest, trim_whitespace(value.to_str().ok()?)))
+            })
     }
 
     /// Every line of the field, in order; the map is searched only for a repeated field.
@@ -111,9 +204,7 @@ impl<'a> Fields<'a> {
 
     /// Whether the response carries any rate-limit field (beyond `Date` and `Age`).
     pub(crate) fn has_rate_limit_fields(&self) -> bool {
-        self.first[Name::RetryAfter as usize..]
-            .iter()
-            .any(Option::is_some)
+        self.present & !(Name::Date.bit() | Name::Age.bit()) != 0
     }
 
     /// Each line of the field as text, surrounding whitespace trimmed.
@@ -289,6 +380,39 @@ mod tests {
     }
 
     #[test]
+    fn a_prefix_alone_or_a_name_merely_starting_alike_is_no_field() {
+        for name in [
+            "accept",
+            "anthropic-version",
+            "zendesk-request-id",
+            "anthropic-ratelimit",
+        ] {
+            assert_eq!(Name::of(name), None, "{name}");
+        }
+        assert_eq!(
+            Name::of("anthropic-ratelimit-"),
+            Some(Name::AnthropicRateLimit),
+            "the reader skips a field without a meter"
+        );
+    }
+
+    #[test]
+    fn prefixed_fields_are_each_listed_with_the_rest_of_their_name() {
+        let mut headers = HeaderMap::new();
+        headers.append("zendesk-ratelimit-a", HeaderValue::from_static(" 1 "));
+        headers.append("server", HeaderValue::from_static("x"));
+        headers.append("zendesk-ratelimit-b", HeaderValue::from_static("2"));
+        headers.append(
+            "zendesk-ratelimit-c",
+            HeaderValue::from_bytes(b"\xff").unwrap(),
+        );
+        let fields = Fields::new(&headers);
+        let found: Vec<_> = fields.prefixed(ZENDESK_PREFIX).collect();
+        assert_eq!(found, [("a", "1"), ("b", "2")]);
+        assert_eq!(fields.prefixed(ANTHROPIC_PREFIX).count(), 0);
+    }
+
+    #[test]
     fn every_name_is_found_by_its_lowercase_spelling() {
         let names = [
             "date",
@@ -309,6 +433,26 @@ mod tests {
             "x-rate-limit-remaining",
             "x-rate-limit-used",
             "x-rate-limit-reset",
+            "x-ratelimit-resource",
+            "ratelimit-name",
+            "ratelimit-resettime",
+            "x-ratelimit-bucket",
+            "x-ratelimit-global",
+            "x-ratelimit-scope",
+            "x-ratelimit-limit-requests",
+            "x-ratelimit-remaining-requests",
+            "x-ratelimit-reset-requests",
+            "x-ratelimit-limit-tokens",
+            "x-ratelimit-remaining-tokens",
+            "x-ratelimit-reset-tokens",
+            "anthropic-ratelimit-requests-limit",
+            "x-shopify-shop-api-call-limit",
+            "beta-ratelimit",
+            "beta-ratelimit-policy",
+            "x-rate-limit",
+            "zendesk-ratelimit-tickets-index",
+            "stripe-rate-limited-reason",
+            "x-amz-retry-after",
         ];
         assert_eq!(names.len(), NAMES);
         for (index, name) in names.iter().enumerate() {
@@ -318,7 +462,7 @@ mod tests {
                 "{name}"
             );
         }
-        assert_eq!(Name::of("x-ratelimit-resource"), None);
+        assert_eq!(Name::of("x-ratelimit-whitelisted"), None);
     }
 
     #[test]

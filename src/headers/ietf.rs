@@ -99,8 +99,18 @@ pub(crate) fn read<'a>(fields: &Fields<'a>, clock: &ResponseClock, readings: &mu
     );
     attach_policies(current, &policies, readings);
 
+    named(policy_members, reports, clock, readings);
+}
+
+/// Adds a meter for each named policy (drafts 08 to 10), with what `reports` say of it.
+pub(super) fn named<'a>(
+    policies: Members<'a>,
+    reports: Members<'a>,
+    clock: &ResponseClock,
+    readings: &mut Readings<'a>,
+) {
     let mut named = ByName::starting_at(readings.len());
-    for member in policy_members {
+    for member in policies {
         let Some(name) = member.name else { continue };
         let policy = Reading {
             limit: member.quota,
@@ -122,7 +132,7 @@ pub(crate) fn read<'a>(fields: &Fields<'a>, clock: &ResponseClock, readings: &mu
 
 /// The members of a list field (none if it is not one the drafts allow), their names borrowed
 /// from the response where the field is a single line.
-fn list_members(field: Option<Cow<'_, str>>) -> Members<'_> {
+pub(super) fn list_members(field: Option<Cow<'_, str>>) -> Members<'_> {
     match field {
         Some(Cow::Borrowed(text)) => parse_list(text).unwrap_or_default(),
         Some(Cow::Owned(text)) => parse_list(&text)

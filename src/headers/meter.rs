@@ -46,7 +46,46 @@ pub struct Meter {
     remaining: Option<u64>,
     reset_in: Option<Duration>,
     window: Option<Duration>,
+    unit: Unit,
     read_at: Instant,
+}
+
+/// What a meter counts. Most count requests; some APIs count tokens as well (OpenAI's
+/// `x-ratelimit-*-tokens`, Anthropic's input and output tokens), each its own meter.
+///
+/// Only a meter of requests paces the calls: one call spends one of it. A meter of another
+/// unit holds calls when the server says it is spent, or, for a call that declares what it
+/// will spend ([`TokenCost`](crate::TokenCost)), when what it declares is more than is left.
+///
+/// # Example
+///
+/// ```
+/// use std::time::SystemTime;
+/// use http::HeaderMap;
+/// use tower_retry_after::{RateLimitInfo, Unit};
+///
+/// let mut headers = HeaderMap::new();
+/// headers.insert("x-ratelimit-remaining-requests", "9999".parse().unwrap());
+/// headers.insert("x-ratelimit-remaining-tokens", "0".parse().unwrap());
+/// headers.insert("x-ratelimit-reset-tokens", "6m0s".parse().unwrap());
+/// let info = RateLimitInfo::from_headers(&headers, SystemTime::now());
+/// let units: Vec<_> = info.meters().iter().map(|meter| meter.unit()).collect();
+/// assert_eq!(units, [Unit::Requests, Unit::Tokens]);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Unit {
+    /// Requests: every call spends one.
+    #[default]
+    Requests,
+    /// Tokens, input and output together (OpenAI).
+    Tokens,
+    /// Input tokens (Anthropic).
+    InputTokens,
+    /// Output tokens (Anthropic).
+    OutputTokens,
+    /// A unit the server did not name in a way the crate knows.
+    Other,
 }
 
 impl Meter {
@@ -76,6 +115,11 @@ impl Meter {
     /// How long a window of this quota lasts.
     pub fn window(&self) -> Option<Duration> {
         self.window
+    }
+
+    /// What the meter counts.
+    pub fn unit(&self) -> Unit {
+        self.unit
     }
 
     /// Whether the server said no units are left (`remaining = 0`).
@@ -109,6 +153,7 @@ pub(crate) struct Reading<'a> {
     /// Time left at receipt. `Some(Duration::ZERO)`: the server named a reset that has passed.
     pub(crate) reset: Option<Duration>,
     pub(crate) window: Option<Duration>,
+    pub(crate) unit: Unit,
 }
 
 impl Reading<'_> {
@@ -144,6 +189,7 @@ impl Reading<'_> {
             remaining,
             reset_in,
             window: self.window,
+            unit: self.unit,
             read_at,
         })
     }

@@ -5,28 +5,63 @@
 //! (`X-RateLimit-*`), `clock` (`Date` and `Age`, against which every time is measured).
 //! Everything here is pure: the caller passes the time the response was received.
 
+mod anthropic;
+mod atlassian;
+mod aws;
 mod clock;
+mod discord;
+mod duration;
 mod field;
+mod github;
+mod gitlab;
 mod ietf;
+mod instant;
 mod meter;
 mod number;
+mod openai;
+mod reader;
 mod retry_after;
+mod shopify;
+mod stripe;
 mod structured;
 #[cfg(any(test, feature = "__fuzzing"))]
 pub(crate) mod structured_reference;
 mod x_ratelimit;
+mod zendesk;
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use http::HeaderMap;
+use http::{HeaderMap, StatusCode};
 use smallvec::SmallVec;
 use tokio::time::Instant;
 
-pub use meter::Meter;
+pub use clock::ResponseClock;
+pub use meter::{Meter, Unit};
+pub use reader::{Figures, Found, ReadHeaders};
 
-use clock::ResponseClock;
-use field::Fields;
-use meter::Readings;
+use field::{Fields, Name};
+use reader::Signals;
+
+/// A vendor's reader: the fields that prove its vendor, and what it reads from a response that
+/// carries one of them. Rows run in order, after the IETF and `X-RateLimit-*` readers.
+type Row = (
+    &'static [Name],
+    for<'a> fn(&Fields<'a>, &ResponseClock, &mut Found<'a>),
+);
+
+const VENDORS: &[Row] = &[
+    (github::NAMES, github::read),
+    (gitlab::NAMES, gitlab::read),
+    (discord::NAMES, discord::read),
+    (openai::NAMES, openai::read),
+    (anthropic::NAMES, anthropic::read),
+    (shopify::NAMES, shopify::read),
+    (atlassian::NAMES, atlassian::read),
+    (zendesk::NAMES, zendesk::read),
+    (stripe::NAMES, stripe::read),
+    (aws::NAMES, aws::read),
+];
 
 /// Everything a response said about the client's rate limits: the server's instruction to wait
 /// ([`retry_after`](RateLimitInfo::retry_after)) and its quota meters
@@ -81,6 +116,9 @@ pub struct RateLimitInfo {
     /// What the server's clock read when it wrote the response, if it said (read only where
     /// the response has rate-limit fields).
     server_date: Option<SystemTime>,
+    /// The server's name for the limit the request counted against, where it keeps several.
+    group: Option<Box<str>>,
+    signals: Signals,
 }
 
 impl RateLimitInfo {
@@ -90,39 +128,59 @@ impl RateLimitInfo {
     /// resets are measured against it. Countdowns are placed on the monotonic clock
     /// ([`tokio::time::Instant`]) at the moment of reading.
     pub fn from_headers(headers: &HeaderMap, now: SystemTime) -> Self {
-        RateLimitInfo::read(headers, now, None)
+        RateLimitInfo::read(headers, now, None, &[])
     }
 
     /// As [`from_headers`](Self::from_headers), knowing that the server's clock read at least
     /// `floor` at receipt.
-    pub(crate) fn read(headers: &HeaderMap, now: SystemTime, floor: Option<SystemTime>) -> Self {
+    pub(crate) fn read(
+        headers: &HeaderMap,
+        now: SystemTime,
+        floor: Option<SystemTime>,
+        readers: &[Arc<dyn ReadHeaders>],
+    ) -> Self {
         let fields = Fields::new(headers);
         let read_at = Instant::now();
-        if !fields.has_rate_limit_fields() {
+        if !fields.has_rate_limit_fields() && readers.is_empty() {
             return RateLimitInfo {
                 retry_after: None,
                 meters: SmallVec::new(),
                 read_at,
                 server_date: None,
+                group: None,
+                signals: Signals::default(),
             };
         }
         let clock = ResponseClock::read(&fields, now).with_floor(floor);
-        let mut readings = Readings::new();
-        ietf::read(&fields, &clock, &mut readings);
+        let mut found = Found {
+            retry_after: retry_after::read(&fields, &clock),
+            ..Found::default()
+        };
+        ietf::read(&fields, &clock, &mut found.readings);
         if let Some(reading) = x_ratelimit::read(&fields, &clock) {
-            readings.push(reading);
+            found.readings.push(reading);
+        }
+        for (names, read) in VENDORS {
+            if fields.has_any(names) {
+                read(&fields, &clock, &mut found);
+            }
+        }
+        for reader in readers {
+            reader.read(headers, &clock, &mut found);
         }
         let mut meters = SmallVec::new();
-        for reading in readings {
+        for reading in found.readings {
             if let Some(meter) = reading.into_meter(read_at) {
                 meters.push(meter);
             }
         }
         RateLimitInfo {
-            retry_after: retry_after::read(&fields, &clock),
+            retry_after: found.retry_after,
             meters,
             read_at,
             server_date: clock.server_date(),
+            group: found.group.map(Box::from),
+            signals: found.signals,
         }
     }
 
@@ -175,7 +233,95 @@ impl RateLimitInfo {
 
     /// Whether the response said nothing about rate limits.
     pub fn is_empty(&self) -> bool {
-        self.retry_after.is_none() && self.meters.is_empty()
+        self.retry_after.is_none()
+            && self.meters.is_empty()
+            && self.group.is_none()
+            && self.signals == Signals::default()
+    }
+
+    /// The server's name for the limit this request counted against, where it keeps several
+    /// for one credential: GitHub's `x-ratelimit-resource` (`core`, `search`, `graphql`),
+    /// Discord's `X-RateLimit-Bucket`. The layer gates later calls of the same route by that
+    /// limit alone.
+    ///
+    /// ```
+    /// use std::time::SystemTime;
+    /// use http::HeaderMap;
+    /// use tower_retry_after::RateLimitInfo;
+    ///
+    /// let mut headers = HeaderMap::new();
+    /// headers.insert("x-ratelimit-resource", "search".parse().unwrap());
+    /// headers.insert("x-ratelimit-remaining", "29".parse().unwrap());
+    /// let info = RateLimitInfo::from_headers(&headers, SystemTime::now());
+    /// assert_eq!(info.limit_group(), Some("search"));
+    /// assert_eq!(info.meters()[0].name(), Some("search"));
+    /// ```
+    pub fn limit_group(&self) -> Option<&str> {
+        self.group.as_deref()
+    }
+
+    /// Whether the refusal holds every limit of the credential, not only the route's
+    /// (Discord's `X-RateLimit-Global: true`, `X-RateLimit-Scope: global`).
+    ///
+    /// ```
+    /// use std::time::SystemTime;
+    /// use http::HeaderMap;
+    /// use tower_retry_after::RateLimitInfo;
+    ///
+    /// let mut headers = HeaderMap::new();
+    /// headers.insert("x-ratelimit-scope", "global".parse().unwrap());
+    /// assert!(RateLimitInfo::from_headers(&headers, SystemTime::now()).is_global());
+    /// ```
+    pub fn is_global(&self) -> bool {
+        self.signals.global
+    }
+
+    /// Whether a response with this `status` and these headers is a rate-limit refusal: any
+    /// 429, and a 403 from a server that answers spent limits with 403 (GitHub, which proves
+    /// itself with `x-ratelimit-resource`, or one a [`ReadHeaders`] vouches for) carrying a
+    /// spent meter or a `Retry-After`. The default policy retries such a 403 as a 429.
+    ///
+    /// ```
+    /// use std::time::SystemTime;
+    /// use http::{HeaderMap, StatusCode};
+    /// use tower_retry_after::RateLimitInfo;
+    ///
+    /// let mut headers = HeaderMap::new();
+    /// headers.insert("x-ratelimit-resource", "core".parse().unwrap());
+    /// headers.insert("x-ratelimit-remaining", "0".parse().unwrap());
+    /// headers.insert("x-ratelimit-reset", "600".parse().unwrap());
+    /// let info = RateLimitInfo::from_headers(&headers, SystemTime::now());
+    /// assert!(info.is_refusal(StatusCode::FORBIDDEN));
+    /// assert!(!info.is_refusal(StatusCode::OK));
+    /// ```
+    pub fn is_refusal(&self, status: StatusCode) -> bool {
+        match status {
+            StatusCode::TOO_MANY_REQUESTS => true,
+            StatusCode::FORBIDDEN => {
+                self.signals.forbidden_is_refusal && self.instructed_wait().is_some()
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether the server refused for too many requests in flight rather than too many in a
+    /// window (Stripe's `Stripe-Rate-Limited-Reason: global-concurrency`). Such a refusal asks
+    /// for fewer requests at once, not for a pause: the layer does not hold the key's other
+    /// calls for it, and the refused call retries after its own backoff.
+    ///
+    /// ```
+    /// use std::time::SystemTime;
+    /// use http::HeaderMap;
+    /// use tower_retry_after::RateLimitInfo;
+    ///
+    /// let mut headers = HeaderMap::new();
+    /// headers.insert("stripe-rate-limited-reason", "global-concurrency".parse().unwrap());
+    /// let info = RateLimitInfo::from_headers(&headers, SystemTime::now());
+    /// assert!(info.is_concurrency_limit());
+    /// assert_eq!(info.retry_after(), None);
+    /// ```
+    pub fn is_concurrency_limit(&self) -> bool {
+        self.signals.concurrency
     }
 
     /// When the headers were read, on the monotonic clock.

@@ -3,6 +3,7 @@
 //! - delay-seconds, and a non-negative decimal (`1.5`, sent by some servers): that duration.
 //!   Rejecting a decimal would leave a guessed wait that may be shorter than the server meant.
 //! - an HTTP-date in any of its three forms, measured against the response's `Date`.
+//! - a Go duration (`1m0s`, seen from GitHub): that duration, never its prefix.
 //! - zero, a date already past, and anything that is not one of the above (negative, `+1`,
 //!   non-ASCII digits, empty, garbage) are no instruction: `Retry-After: 0` honoured literally is
 //!   a burst against a limiter that asked for a pause, so the caller's guessed backoff applies.
@@ -14,6 +15,7 @@
 use std::time::Duration;
 
 use super::clock::{ResponseClock, parse_http_date};
+use super::duration::parse_go_duration;
 use super::field::{Fields, Name, members};
 use super::number::{LONGEST, parse_decimal};
 
@@ -32,7 +34,9 @@ pub(crate) fn read(fields: &Fields<'_>, clock: &ResponseClock) -> Option<Duratio
 fn delay(member: &str, clock: &ResponseClock) -> Option<Duration> {
     match parse_decimal(member) {
         Some(seconds) => Some(seconds.seconds()),
-        None => parse_http_date(member).map(|at| clock.until(at)),
+        None => parse_http_date(member)
+            .map(|at| clock.until(at))
+            .or_else(|| parse_go_duration(member)),
     }
 }
 

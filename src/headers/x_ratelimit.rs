@@ -6,19 +6,30 @@
 //! - `-Reset`: a countdown in seconds, or an epoch instant (seconds or milliseconds) told apart
 //!   by magnitude, either with a fraction (`1470173023.123`); or an HTTP-date.
 //! - `-Reset-After` (Discord): the same, written as a countdown.
+//! - `X-Rate-Limit` alone (Zendesk): the limit.
+//! - A reset may also be an RFC 3339 / ISO 8601 instant (`2023-11-14T22:15Z`: Atlassian, others).
+//! - The meter takes its name from the limit the response counted against, where the server
+//!   names one: `x-ratelimit-resource` (GitHub), `X-RateLimit-Bucket` (Discord).
 //!
 //! Both spellings, repeated lines and comma lists are one quota: where they disagree the most
 //! restrictive figure wins. A value that is not a plain number is skipped, never read by its
 //! prefix (`4abc` is not 4).
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use super::clock::{Reset, ResponseClock, parse_http_date};
 use super::field::{Fields, Name, members};
+use super::instant::parse_instant;
 use super::meter::Reading;
 use super::number::{parse_count_with_fraction, parse_decimal};
+use super::{discord, github};
 
-const LIMIT: &[Name] = &[Name::XRateLimitLimit, Name::XRateDashLimitLimit];
+const LIMIT: &[Name] = &[
+    Name::XRateLimitLimit,
+    Name::XRateDashLimitLimit,
+    Name::XRateLimitBare,
+];
 const REMAINING: &[Name] = &[Name::XRateLimitRemaining, Name::XRateDashLimitRemaining];
 const USED: &[Name] = &[Name::XRateLimitUsed, Name::XRateDashLimitUsed];
 const RESET: &[Name] = &[
@@ -28,7 +39,7 @@ const RESET: &[Name] = &[
 ];
 
 /// The quota the family describes, if it names any figure.
-pub(crate) fn read(fields: &Fields<'_>, clock: &ResponseClock) -> Option<Reading<'static>> {
+pub(crate) fn read<'a>(fields: &Fields<'a>, clock: &ResponseClock) -> Option<Reading<'a>> {
     if ![LIMIT, REMAINING, USED, RESET]
         .iter()
         .any(|names| fields.has_any(names))
@@ -51,19 +62,25 @@ pub(crate) fn read(fields: &Fields<'_>, clock: &ResponseClock) -> Option<Reading
         .or_else(|| Some(limit?.saturating_sub(used?)));
     let reset = values(RESET).filter_map(|value| reset(value, clock)).max();
 
+    let name = github::resource(fields).or_else(|| discord::bucket(fields));
     let reading = Reading {
+        name: name.map(Cow::Borrowed),
         limit,
         remaining,
         reset,
         ..Reading::default()
     };
-    (reading != Reading::default()).then_some(reading)
+    let has_figures =
+        reading.limit.is_some() || reading.remaining.is_some() || reading.reset.is_some();
+    has_figures.then_some(reading)
 }
 
 fn reset(value: &str, clock: &ResponseClock) -> Option<Duration> {
     match parse_decimal(value) {
         Some(number) => Some(clock.reset(Reset::from_number(number))),
-        None => parse_http_date(value).map(|at| clock.until(at)),
+        None => parse_http_date(value)
+            .or_else(|| parse_instant(value))
+            .map(|at| clock.until(at)),
     }
 }
 
@@ -76,6 +93,16 @@ mod tests {
     const NOW: u64 = 1_700_000_000;
 
     fn read_pairs(pairs: &[(&'static str, &'static str)]) -> Option<Reading<'static>> {
+        let headers = headers_of(pairs);
+        let fields = Fields::new(&headers);
+        let clock = ResponseClock::read(&fields, UNIX_EPOCH + Duration::from_secs(NOW));
+        read(&fields, &clock).map(|reading| Reading {
+            name: reading.name.map(|name| Cow::Owned(name.into_owned())),
+            ..reading
+        })
+    }
+
+    fn headers_of(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
         let mut headers = HeaderMap::new();
         headers.insert(
             "date",
@@ -84,9 +111,7 @@ mod tests {
         for (name, value) in pairs {
             headers.append(*name, HeaderValue::from_static(value));
         }
-        let fields = Fields::new(&headers);
-        let clock = ResponseClock::read(&fields, UNIX_EPOCH + Duration::from_secs(NOW));
-        read(&fields, &clock)
+        headers
     }
 
     #[test]

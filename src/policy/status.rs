@@ -2,10 +2,11 @@
 
 use std::sync::Arc;
 
-use http::{HeaderName, StatusCode};
+use http::{HeaderName, Response, StatusCode};
 
 use super::replay::ReplayBody;
 use super::{Action, Attempt, CloneBodyFn, Outcome, Policy, is_connect_error, is_idempotent};
+use crate::headers::RateLimitInfo;
 
 /// What an outcome means for retrying, before the request's idempotency is known.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,19 +24,20 @@ pub enum Behaviour {
 }
 
 /// The default policy: the table below, with any [`on`](StatusPolicy::on) overrides merged
-/// over it, and a server's `x-should-retry` header over both.
+/// over it, and a server's `x-should-retry` or `Stripe-Should-Retry` header over both.
 ///
 /// | outcome | behaviour |
 /// |---|---|
 /// | 429 | rate limited, on any method, POST included |
+/// | 403 whose headers mark it a refusal ([`RateLimitInfo::is_refusal`]: GitHub's spent limits) | rate limited |
 /// | 408, 500, 502, 503, 504 | retried only if the request is idempotent |
 /// | 501, 505, 511, other 5xx | returned |
 /// | other 4xx, 2xx, 3xx | returned |
 /// | transport error while connecting (nothing sent) | retried on any method |
 /// | other transport error (timeout, reset mid-flight) | retried only if idempotent |
 ///
-/// Idempotent: see [`is_idempotent`]. `x-should-retry: false` on a response returns it;
-/// `x-should-retry: true` on a 4xx or 5xx retries it on any method (the server says it is
+/// Idempotent: see [`is_idempotent`]. `x-should-retry: false` (or `Stripe-Should-Retry`) on a
+/// response returns it; `true` on a 4xx or 5xx retries it on any method (the server says it is
 /// safe), and leaves a rate-limited outcome rate limited.
 ///
 /// Request bodies replay through [`ReplayBody`].
@@ -75,11 +77,33 @@ impl StatusPolicy {
 
     /// The behaviour for a response status: the override if there is one, else the default.
     pub fn behaviour(&self, status: StatusCode) -> Behaviour {
+        self.overridden(status)
+            .unwrap_or_else(|| default_behaviour(status))
+    }
+
+    fn overridden(&self, status: StatusCode) -> Option<Behaviour> {
         self.overrides
             .iter()
             .flat_map(|overrides| overrides.iter())
             .find(|(known, _)| *known == status)
-            .map_or_else(|| default_behaviour(status), |(_, behaviour)| *behaviour)
+            .map(|(_, behaviour)| *behaviour)
+    }
+
+    /// The behaviour for a response: a refusal by another status (a 403 its headers mark as
+    /// one, see [`RateLimitInfo::is_refusal`]) is rate limited unless that status has an
+    /// override; any other response is looked up by its status.
+    fn behaviour_of<ResBody>(&self, response: &Response<ResBody>) -> Behaviour {
+        let status = response.status();
+        let refused_by_headers = status != StatusCode::TOO_MANY_REQUESTS
+            && response
+                .extensions()
+                .get::<RateLimitInfo>()
+                .is_some_and(|info| info.is_refusal(status));
+        match self.overridden(status) {
+            Some(behaviour) => behaviour,
+            None if refused_by_headers => Behaviour::RateLimited,
+            None => default_behaviour(status),
+        }
     }
 
     /// The same table, with request bodies copied by `clone`: for a body type [`ReplayBody`]
@@ -111,7 +135,7 @@ impl StatusPolicy {
         let behaviour = match attempt.outcome() {
             Outcome::Response(response) => {
                 let status = response.status();
-                let behaviour = self.behaviour(status);
+                let behaviour = self.behaviour_of(response);
                 // The server's verdict can stop a retry, or start one for a failure: a success
                 // the table returns is returned whatever it says, without looking.
                 if behaviour == Behaviour::Return && !is_failure(status) {
@@ -162,13 +186,18 @@ fn is_failure(status: StatusCode) -> bool {
 /// Named once: a name looked up by `&str` is parsed again on every call.
 const X_SHOULD_RETRY: HeaderName = HeaderName::from_static("x-should-retry");
 
-/// The server's own verdict, `x-should-retry: true|false` (sent by some API servers).
+const STRIPE_SHOULD_RETRY: HeaderName = HeaderName::from_static("stripe-should-retry");
+
+/// The server's own verdict, `x-should-retry: true|false` (OpenAI, Anthropic) or
+/// `Stripe-Should-Retry`; where both are sent, the first that says either.
 fn should_retry(headers: &http::HeaderMap) -> Option<bool> {
-    match headers.get(X_SHOULD_RETRY)?.as_bytes() {
-        b"true" => Some(true),
-        b"false" => Some(false),
-        _ => None,
-    }
+    [X_SHOULD_RETRY, STRIPE_SHOULD_RETRY]
+        .iter()
+        .find_map(|name| match headers.get(name)?.as_bytes() {
+            b"true" => Some(true),
+            b"false" => Some(false),
+            _ => None,
+        })
 }
 
 #[cfg(test)]

@@ -1,0 +1,67 @@
+//! Anthropic: one meter per `anthropic-ratelimit-<meter>-{limit,remaining,reset}` triple
+//! (`requests`, `tokens`, `input-tokens`, `output-tokens`, and any the API adds), each reset an
+//! RFC 3339 instant read against the response's `Date` (an epoch number is read as one too).
+
+use std::borrow::Cow;
+
+use super::clock::{Reset, ResponseClock};
+use super::field::{ANTHROPIC_PREFIX, Fields, Name};
+use super::instant::parse_instant;
+use super::meter::{Reading, Unit};
+use super::number::{parse_count_with_fraction, parse_decimal};
+use super::reader::Found;
+
+pub(super) const NAMES: &[Name] = &[Name::AnthropicRateLimit];
+
+/// A response names a handful of meters; a hostile one naming more gets these many.
+const MOST_METERS: usize = 8;
+
+pub(super) fn read<'a>(fields: &Fields<'a>, clock: &ResponseClock, found: &mut Found<'a>) {
+    let first = found.readings.len();
+    for (rest, line) in fields.prefixed(ANTHROPIC_PREFIX) {
+        let Some((meter, figure)) = rest.rsplit_once('-') else {
+            continue;
+        };
+        let mut reading = Reading::default();
+        match figure {
+            "limit" => reading.limit = parse_count_with_fraction(line),
+            "remaining" => reading.remaining = parse_count_with_fraction(line),
+            "reset" => reading.reset = reset(line, clock),
+            _ => continue,
+        }
+        if reading == Reading::default() {
+            continue;
+        }
+        let known = found.readings[first..]
+            .iter()
+            .position(|known| known.name.as_deref() == Some(meter));
+        match known {
+            Some(at) => found.readings[first + at].merge(reading),
+            None if found.readings.len() - first < MOST_METERS => {
+                found.readings.push(Reading {
+                    name: Some(Cow::Borrowed(meter)),
+                    unit: unit(meter),
+                    ..reading
+                });
+            }
+            None => {}
+        }
+    }
+}
+
+fn unit(meter: &str) -> Unit {
+    match meter {
+        "requests" => Unit::Requests,
+        "tokens" => Unit::Tokens,
+        "input-tokens" => Unit::InputTokens,
+        "output-tokens" => Unit::OutputTokens,
+        _ => Unit::Other,
+    }
+}
+
+fn reset(line: &str, clock: &ResponseClock) -> Option<std::time::Duration> {
+    match parse_decimal(line) {
+        Some(number) => Some(clock.reset(Reset::from_number(number))),
+        None => parse_instant(line).map(|at| clock.until(at)),
+    }
+}

@@ -1,0 +1,93 @@
+//! Zendesk: a named meter per endpoint, `zendesk-ratelimit-tickets-index: total=100;
+//! remaining=99; resets=41`, and the account's limit split over three families,
+//! `X-Rate-Limit: 700`, `X-Rate-Limit-Remaining: 699` and `ratelimit-reset: 41`, read as the one
+//! meter they describe.
+
+use std::borrow::Cow;
+
+use super::clock::{Reset, ResponseClock};
+use super::field::{Fields, Name, ZENDESK_PREFIX};
+use super::meter::Reading;
+use super::number::{parse_count_with_fraction, parse_decimal};
+use super::reader::Found;
+
+pub(super) const NAMES: &[Name] = &[Name::ZendeskRateLimit, Name::XRateLimitBare];
+
+/// A response names a handful of endpoints' meters; a hostile one naming more gets these many.
+const MOST_METERS: usize = 8;
+
+pub(super) fn read<'a>(fields: &Fields<'a>, clock: &ResponseClock, found: &mut Found<'a>) {
+    if fields.has(Name::XRateLimitBare) {
+        join_split_account_meter(found);
+    }
+    let first = found.readings.len();
+    for (endpoint, line) in fields.prefixed(ZENDESK_PREFIX) {
+        let reading = figures(line, clock);
+        if endpoint.is_empty() || reading == Reading::default() {
+            continue;
+        }
+        let known = found.readings[first..]
+            .iter()
+            .position(|known| known.name.as_deref() == Some(endpoint));
+        match known {
+            Some(at) => found.readings[first + at].merge(reading),
+            None if found.readings.len() - first < MOST_METERS => found.readings.push(Reading {
+                name: Some(Cow::Borrowed(endpoint)),
+                ..reading
+            }),
+            None => {}
+        }
+    }
+}
+
+/// `total=100; remaining=99; resets=41`: unknown keys and values that are not numbers are
+/// skipped; `;` or `,` separates.
+pub(crate) fn figures(line: &str, clock: &ResponseClock) -> Reading<'static> {
+    let mut reading = Reading::default();
+    for pair in line.split([';', ',']) {
+        let Some((key, value)) = pair.split_once('=') else {
+            continue;
+        };
+        let value = value.trim_ascii();
+        let mut figure = Reading::default();
+        match key.trim_ascii() {
+            "total" => figure.limit = parse_count_with_fraction(value),
+            "remaining" => figure.remaining = parse_count_with_fraction(value),
+            "resets" => {
+                figure.reset =
+                    parse_decimal(value).map(|number| clock.reset(Reset::from_number(number)))
+            }
+            _ => continue,
+        }
+        reading.merge(figure);
+    }
+    reading
+}
+
+/// The account's meter as the generic readers left it: the `X-Rate-Limit-*` reading (limit and
+/// remaining, no reset) and an IETF reading that holds only `ratelimit-reset`. They are one
+/// meter; any other shape is left as it is.
+fn join_split_account_meter(found: &mut Found<'_>) {
+    let only_a_reset = |reading: &Reading<'_>| {
+        reading.reset.is_some()
+            && *reading
+                == Reading {
+                    reset: reading.reset,
+                    ..Reading::default()
+                }
+    };
+    let no_reset = |reading: &Reading<'_>| {
+        reading.name.is_none() && reading.reset.is_none() && reading.remaining.is_some()
+    };
+    let reset_at = found.readings.iter().position(only_a_reset);
+    let counts_at = found.readings.iter().position(no_reset);
+    if let (Some(reset_at), Some(counts_at)) = (reset_at, counts_at) {
+        let reset = found.readings.remove(reset_at);
+        let counts_at = if counts_at > reset_at {
+            counts_at - 1
+        } else {
+            counts_at
+        };
+        found.readings[counts_at].merge(reset);
+    }
+}

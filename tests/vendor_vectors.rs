@@ -1,0 +1,128 @@
+//! Every line of `tests/vectors/vendor-headers.txt` (what GitHub, GitLab, Discord, OpenAI,
+//! Anthropic, Shopify, Reddit, Atlassian, Zendesk, Stripe, AWS and Cloudflare send) is a case
+//! here, with what the crate reads from it; `refusal` marks a response that is a rate-limit
+//! refusal though it is not a 429.
+
+mod support;
+
+use support::vectors::{Case, assert_cases_read_as_expected, assert_one_case_a_line, reads};
+
+const VECTORS: &str = include_str!("vectors/vendor-headers.txt");
+
+fn cases() -> Vec<Case> {
+    vec![
+        reads(
+            r#"HTTP 403 || x-ratelimit-remaining: 0 || x-ratelimit-reset: 1700000600 || x-ratelimit-resource: core"#,
+            "core[r=0 t=600s]; group=core; refusal",
+        ),
+        // Without x-ratelimit-resource nothing proves the server is GitHub: the wait is read, and
+        // the 403 is a refusal only where one line says so (see `a_403_is_a_refusal_where_one_line_says_so`).
+        reads(
+            r#"HTTP 403 || retry-after: 60 || x-ratelimit-remaining: 4999"#,
+            "retry=60s; _[r=4999]",
+        ),
+        // Only the body says it: a layer reading headers returns it as any 403.
+        reads(
+            r#"HTTP 403 || x-ratelimit-remaining: 4999 || body "You have exceeded a secondary rate limit""#,
+            "_[r=4999]",
+        ),
+        reads(
+            r#"HTTP 200 || x-ratelimit-resource: search || x-ratelimit-limit: 30 || x-ratelimit-remaining: 29 || x-ratelimit-reset: 1700000060"#,
+            "search[l=30 r=29 t=60s]; group=search",
+        ),
+        // A Go duration in Retry-After: 60 s, never its prefix.
+        reads(r#"Retry-After: 1m0s"#, "retry=60s"),
+        reads(
+            r#"RateLimit-Limit: 600 || RateLimit-Observed: 67 || RateLimit-Remaining: 533 || RateLimit-Reset: 1700000060 || RateLimit-ResetTime: Tue, 14 Nov 2023 22:14:20 GMT || RateLimit-Name: throttle_authenticated_api"#,
+            "throttle_authenticated_api[l=600 r=533 t=60s]",
+        ),
+        reads(
+            r#"X-RateLimit-Limit: 10 || X-RateLimit-Remaining: 9 || X-RateLimit-Reset: 1700000064.57 || X-RateLimit-Reset-After: 64.57 || X-RateLimit-Bucket: abcd1234"#,
+            "abcd1234[l=10 r=9 t=64.57s]; group=abcd1234",
+        ),
+        reads(
+            r#"HTTP 429 || Retry-After: 65 || X-RateLimit-Global: true || X-RateLimit-Scope: global"#,
+            "retry=65s; global",
+        ),
+        reads(
+            r#"HTTP 429 || Retry-After: 1337 || X-RateLimit-Remaining: 9 || X-RateLimit-Scope: shared || X-RateLimit-Bucket: abcd1234"#,
+            "retry=1337s; abcd1234[r=9]; group=abcd1234",
+        ),
+        // A token reset of 0s is a quota already whole: what is left is kept.
+        reads(
+            r#"x-ratelimit-limit-requests: 10000 || x-ratelimit-remaining-requests: 9999 || x-ratelimit-reset-requests: 6ms || x-ratelimit-limit-tokens: 2000000 || x-ratelimit-remaining-tokens: 1999984 || x-ratelimit-reset-tokens: 0s"#,
+            "requests![l=10000 r=9999 t=0.006s]; tokens[l=2000000 r=1999984 u=tokens]",
+        ),
+        reads(
+            r#"x-ratelimit-remaining-tokens: 0 || x-ratelimit-reset-tokens: 6m0s"#,
+            "tokens[r=0 t=360s u=tokens]",
+        ),
+        // x-should-retry is the policy's to read (`tests/vendors.rs`).
+        reads(
+            r#"HTTP 429 || retry-after-ms: 20 || retry-after: 1 || x-should-retry: true"#,
+            "retry=0.02s",
+        ),
+        // The verdict is the policy's to read: nothing for the gate.
+        reads(r#"HTTP 500 || x-should-retry: false"#, ""),
+        reads(
+            r#"anthropic-ratelimit-requests-limit: 50 || anthropic-ratelimit-requests-remaining: 0 || anthropic-ratelimit-requests-reset: 2023-11-14T22:13:50Z"#,
+            "requests[l=50 r=0 t=30s]",
+        ),
+        reads(
+            r#"anthropic-ratelimit-input-tokens-limit: 40000 || anthropic-ratelimit-input-tokens-remaining: 39000 || anthropic-ratelimit-input-tokens-reset: 2023-11-14T22:13:21.5Z || anthropic-ratelimit-output-tokens-limit: 16000 || anthropic-ratelimit-output-tokens-remaining: 0 || anthropic-ratelimit-output-tokens-reset: 2023-11-14T22:14:20+00:00"#,
+            "input-tokens[l=40000 r=39000 t=1.5s u=input]; output-tokens![l=16000 r=0 t=60s u=output]",
+        ),
+        reads(
+            r#"HTTP 429 || retry-after: 12 || anthropic-ratelimit-tokens-remaining: 0"#,
+            "retry=12s; tokens[r=0 u=tokens]",
+        ),
+        reads(r#"X-Shopify-Shop-Api-Call-Limit: 39/40"#, "_[l=40 r=1]"),
+        reads(
+            r#"HTTP 429 || X-Shopify-Shop-Api-Call-Limit: 40/40 || Retry-After: 2.0"#,
+            "retry=2s; _[l=40 r=0]",
+        ),
+        reads(
+            r#"x-ratelimit-used: 2 || x-ratelimit-remaining: 598.0 || x-ratelimit-reset: 356"#,
+            "_[r=598 t=356s]",
+        ),
+        reads(r#"x-ratelimit-remaining: 991, 98"#, "_[r=98]"),
+        reads(
+            r#"Beta-RateLimit-Policy: "tenant-app-quota";q=100100;w=3600 || Beta-RateLimit: "tenant-app-quota";r=17842;t=2107 || X-Beta-RateLimit-NearLimit: true"#,
+            "tenant-app-quota[l=100100 r=17842 t=2107s w=3600s]",
+        ),
+        reads(
+            r#"X-RateLimit-Limit: 350 || X-RateLimit-Remaining: 0 || X-RateLimit-Reset: 2023-11-14T22:15Z || Retry-After: 60"#,
+            "retry=60s; _[l=350 r=0 t=100s]",
+        ),
+        reads(
+            r#"zendesk-ratelimit-tickets-index: total=100; remaining=99; resets=41"#,
+            "tickets-index[l=100 r=99 t=41s]",
+        ),
+        reads(
+            r#"X-Rate-Limit: 700 || X-Rate-Limit-Remaining: 699 || ratelimit-reset: 41"#,
+            "_[l=700 r=699 t=41s]",
+        ),
+        // Too many in flight: no wait to read, and no closure for the key's other calls.
+        reads(
+            r#"HTTP 429 || Stripe-Rate-Limited-Reason: global-concurrency || Stripe-Should-Retry: true"#,
+            "concurrency",
+        ),
+        // The verdict is the policy's to read: nothing for the gate.
+        reads(r#"HTTP 409 || Stripe-Should-Retry: false"#, ""),
+        reads(r#"HTTP 429 || x-amz-retry-after: 1500"#, "retry=1.5s"),
+        reads(
+            r#"Ratelimit-Policy: "burst";q=100;w=60 || Ratelimit: "burst";r=50;t=30"#,
+            "burst[l=100 r=50 t=30s w=60s]",
+        ),
+    ]
+}
+
+#[test]
+fn every_vector_line_has_exactly_one_case() {
+    assert_one_case_a_line(VECTORS, &cases());
+}
+
+#[test]
+fn every_vector_reads_as_the_design_decides() {
+    assert_cases_read_as_expected(&cases());
+}
