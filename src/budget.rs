@@ -163,6 +163,8 @@ pub(crate) struct Answer {
     pub(crate) refused: bool,
     /// How long the server said to wait, if it did.
     pub(crate) instruction: Option<Duration>,
+    /// The refusal was for too many requests in flight (Stripe's concurrency limit).
+    pub(crate) crowded: bool,
 }
 
 /// How long `answer` closes its key's gate, given the `decision` taken on it (`None`: the
@@ -171,6 +173,8 @@ pub(crate) struct Answer {
 /// An instruction above the cap leaves the gate open: blocking every call for it is worse than
 /// letting the caller decide. A guess never closes it beyond the cap either: the server named
 /// no time, and a long backoff is one call's caution, not a reason to fail every other call.
+/// A refusal for too many requests in flight, without an instruction, does not close it: it
+/// asks for fewer at once, not a pause, and the refused call backs off alone.
 pub(crate) fn closure(
     answer: Answer,
     decision: Option<&Decision>,
@@ -180,6 +184,7 @@ pub(crate) fn closure(
     if answer
         .instruction
         .is_some_and(|instruction| instruction > settings.retry_after_cap)
+        || (answer.crowded && answer.instruction.is_none())
     {
         return None;
     }
@@ -295,6 +300,7 @@ mod tests {
         let refused = |instruction| Answer {
             refused: true,
             instruction,
+            crowded: false,
         };
         let thirty = Some(30 * SECOND);
         assert_eq!(closure(refused(thirty), None, &settings, 0.0), thirty);
@@ -305,6 +311,7 @@ mod tests {
         let accepted = Answer {
             refused: false,
             instruction: thirty,
+            crowded: false,
         };
         assert_eq!(closure(accepted, None, &settings, 0.0), None);
         let guessed = closure(refused(None), None, &settings, 0.0);
@@ -325,6 +332,7 @@ mod tests {
             let answer = Answer {
                 refused,
                 instruction: None,
+                crowded: false,
             };
             closure(answer, Some(&decided(action)), &settings, 0.0)
         };
@@ -347,6 +355,7 @@ mod tests {
         let guessed = Answer {
             refused: true,
             instruction: None,
+            crowded: false,
         };
         assert_eq!(closure(guessed, None, &settings, 0.5), Some(60 * SECOND));
         let decided = Budget::default().decide(Action::RateLimited, None, &settings, 0.5);
@@ -358,9 +367,28 @@ mod tests {
         let instructed = Answer {
             refused: true,
             instruction: Some(60 * SECOND),
+            crowded: false,
         };
         let waited = closure(instructed, None, &settings, 0.5).unwrap();
         assert!(waited > 60 * SECOND, "the spread is added, not clamped");
+    }
+
+    #[test]
+    fn a_refusal_for_too_many_in_flight_closes_the_gate_only_for_an_instruction() {
+        let settings = settings();
+        let decided = Budget::default().decide(Action::RateLimited, None, &settings, 0.5);
+        let crowded = Answer {
+            refused: true,
+            instruction: None,
+            crowded: true,
+        };
+        assert_eq!(closure(crowded, Some(&decided), &settings, 0.5), None);
+        assert_eq!(closure(crowded, None, &settings, 0.5), None);
+        let instructed = Answer {
+            instruction: Some(2 * SECOND),
+            ..crowded
+        };
+        assert!(closure(instructed, Some(&decided), &settings, 0.5).is_some());
     }
 
     #[test]

@@ -18,7 +18,7 @@ use super::ticket::{Pass, Place};
 use super::time::{ServerClock, after};
 use crate::budget::Answer;
 use crate::config::Config;
-use crate::headers::RateLimitInfo;
+use crate::headers::{RateLimitInfo, Unit};
 use crate::key::Key;
 use crate::settings::Settings;
 use crate::throttled::Throttled;
@@ -110,8 +110,12 @@ impl Call {
 /// What one response said that the layer acts on.
 #[derive(Default)]
 pub(crate) struct Said {
-    /// The response was a refusal (429).
+    /// The response was a refusal of the window's quota (a 429, or a 403 its headers mark as
+    /// one).
     refused: bool,
+    /// The response was a refusal for too many requests in flight: no quota is learned from
+    /// it, and without an instruction it closes nothing.
+    crowded: bool,
     /// How long the server said to wait, if it did.
     instruction: Option<Duration>,
     /// When that wait ends.
@@ -143,7 +147,8 @@ impl Said {
             &config.readers,
         );
         let said = Said {
-            refused: info.is_refusal(response.status()),
+            refused: info.is_refusal(response.status()) && !info.is_concurrency_limit(),
+            crowded: info.is_concurrency_limit(),
             server_clock: info.server_date().map(|date| ServerClock::new(date, now)),
             ..Said::of(&info, now, settings)
         };
@@ -154,8 +159,9 @@ impl Said {
     /// What the retry's arithmetic needs of it.
     pub(crate) fn answer(&self) -> Answer {
         Answer {
-            refused: self.refused,
+            refused: self.refused || self.crowded,
             instruction: self.instruction,
+            crowded: self.crowded,
         }
     }
 
@@ -173,6 +179,7 @@ impl Said {
         };
         Said {
             refused: false,
+            crowded: false,
             instruction,
             instructed_until: instruction.map(|wait| after(now, wait)),
             // A window longer than the cap is not held against later calls, as an instruction
@@ -200,11 +207,13 @@ impl Said {
     }
 }
 
-/// The quota closest to running out among the meters that say what is left and reset by
-/// `horizon`, with that meter's whole quota a window if it says.
+/// The quota closest to running out among the meters of requests that say what is left and
+/// reset by `horizon`, with that meter's whole quota a window if it says. A meter of tokens is
+/// not spent one a call: it holds calls through the instruction its zero gives.
 fn quota(info: &RateLimitInfo, horizon: Instant) -> Option<(Quota, Option<u64>)> {
     info.meters()
         .iter()
+        .filter(|meter| meter.unit() == Unit::Requests)
         .filter_map(|meter| {
             let reset_at = meter.reset_at().filter(|reset_at| *reset_at <= horizon)?;
             let quota = Quota {
@@ -223,6 +232,7 @@ fn quota(info: &RateLimitInfo, horizon: Instant) -> Option<(Quota, Option<u64>)>
 fn pace(info: &RateLimitInfo, now: Instant, cap: Duration) -> Option<Pace> {
     info.meters()
         .iter()
+        .filter(|meter| meter.unit() == Unit::Requests)
         .filter_map(|meter| {
             let limit = u32::try_from(meter.limit()?)
                 .ok()
@@ -298,6 +308,36 @@ mod tests {
         );
         let (within_a_day, _) = quota(&meters, now + Duration::from_secs(86_400)).unwrap();
         assert_eq!(within_a_day.remaining, 3);
+    }
+
+    #[test]
+    fn a_meter_of_tokens_neither_paces_nor_counts_calls() {
+        let now = Instant::now();
+        let openai = info(&[
+            ("x-ratelimit-limit-requests", "60"),
+            ("x-ratelimit-remaining-requests", "59"),
+            ("x-ratelimit-reset-requests", "1s"),
+            ("x-ratelimit-limit-tokens", "150000"),
+            ("x-ratelimit-remaining-tokens", "20"),
+            ("x-ratelimit-reset-tokens", "2s"),
+        ]);
+        let (requests, limit) = quota(&openai, now + CAP).unwrap();
+        assert_eq!((requests.remaining, limit), (59, Some(60)));
+        let tokens_only = info(&[
+            ("x-ratelimit-remaining-tokens", "20"),
+            ("x-ratelimit-reset-tokens", "2s"),
+        ]);
+        assert_eq!(quota(&tokens_only, now + CAP), None);
+        let tokens_a_second = |_: &http::HeaderMap, _: &_, found: &mut crate::Found<'_>| {
+            let figures = crate::Figures::new().unit(Unit::Tokens).limit(1000);
+            found.meter(figures.window(Duration::from_secs(1)));
+        };
+        let readers: [std::sync::Arc<dyn crate::ReadHeaders>; 1] =
+            [std::sync::Arc::new(tokens_a_second)];
+        let headers = http::HeaderMap::new();
+        let tokens = RateLimitInfo::read(&headers, SystemTime::now(), None, &readers);
+        assert_eq!(tokens.meters()[0].window(), Some(Duration::from_secs(1)));
+        assert_eq!(pace(&tokens, now, CAP), None, "a thousand tokens a second");
     }
 
     #[test]

@@ -222,13 +222,22 @@ impl RateLimitInfo {
         &self.meters
     }
 
-    /// The quota closest to running out: the lowest known remaining count, and of equals the
-    /// one that resets last. `None` when no meter says how much is left.
+    /// The quota closest to running out: a spent one if any (of those, the one that resets
+    /// last), else the lowest remaining count among the meters of requests (counts of other
+    /// units are not comparable with it), else among the rest. `None` when no meter says how
+    /// much is left.
     pub fn binding_meter(&self) -> Option<&Meter> {
         self.meters
             .iter()
             .filter(|meter| meter.remaining().is_some())
-            .min_by_key(|meter| (meter.remaining(), std::cmp::Reverse(meter.reset_in())))
+            .min_by_key(|meter| {
+                (
+                    !meter.is_exhausted(),
+                    meter.unit() != Unit::Requests,
+                    meter.remaining(),
+                    std::cmp::Reverse(meter.reset_in()),
+                )
+            })
     }
 
     /// Whether the response said nothing about rate limits.
