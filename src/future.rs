@@ -114,7 +114,7 @@ where
         let (parts, body) = request.into_parts();
         let gate = config
             .key_of(&parts)
-            .map(|key| config.gates.call(key, &config.settings));
+            .map(|key| config.gates.call(key, parts.uri.path(), &config.settings));
         let (sent, replay) = match policy.clone_body(&body) {
             Some(copy) => (copy, Some(body)),
             None => (body, None),
@@ -250,6 +250,13 @@ where
                 self.wait(place, body, now)
             }
             Entered::Throttled(throttled) => self.throttled(throttled),
+            Entered::NotBefore(until) => {
+                self.budget.add_wait(until.saturating_duration_since(now));
+                Step::Next(State::Sleeping {
+                    sleep: Box::pin(tokio::time::sleep_until(until)),
+                    body,
+                })
+            }
         }
     }
 
@@ -346,7 +353,11 @@ where
             (Some(pass), Some(said)) => {
                 let closed_until =
                     closure(answer, decision.as_ref(), settings, unit).map(|wait| after(now, wait));
-                pass.answered(said.report(closed_until), now, retry)
+                let mut report = said.report(closed_until);
+                if let Some(gate) = self.gate.as_ref() {
+                    report = gate.learn_limit(self.request.uri.path(), &said, report, now);
+                }
+                pass.answered(report, now, retry)
             }
             _ => Held::Free,
         };

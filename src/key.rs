@@ -56,6 +56,8 @@ enum Repr {
     Named(Arc<str>),
     // Only a fingerprint of the credential: the key is printed in events and errors.
     Credential(u64),
+    // One of several limits the server keeps for a key (GitHub's resource, Discord's bucket).
+    Group(Arc<(Key, Box<str>)>),
 }
 
 impl Key {
@@ -188,6 +190,21 @@ impl Key {
     }
 }
 
+impl Key {
+    /// The limit named `group` among those the server keeps for this key.
+    pub(crate) fn within(&self, group: &str) -> Key {
+        let hash = map_hash(|hasher| {
+            hasher.write_u8(3);
+            hasher.write_u64(self.hash);
+            hasher.write(group.as_bytes());
+        });
+        Key {
+            repr: Repr::Group(Arc::new((self.clone(), Box::from(group)))),
+            hash,
+        }
+    }
+}
+
 /// Why [`Key::from_origin`] did not take a string as an origin.
 ///
 /// The message says what is wrong but does not repeat the string: it may hold a credential
@@ -269,6 +286,7 @@ impl PartialEq for Repr {
             }
             (Repr::Named(name), Repr::Named(other_name)) => name == other_name,
             (Repr::Credential(fingerprint), Repr::Credential(other)) => fingerprint == other,
+            (Repr::Group(group), Repr::Group(other)) => group == other,
             _ => false,
         }
     }
@@ -313,6 +331,7 @@ impl fmt::Display for Key {
             Repr::Origin(None, authority) => write!(f, "{authority}"),
             Repr::Named(name) => f.write_str(name),
             Repr::Credential(fingerprint) => write!(f, "credential:{fingerprint:016x}"),
+            Repr::Group(group) => write!(f, "{} [{}]", group.0, group.1),
         }
     }
 }

@@ -26,7 +26,10 @@ use crate::throttled::Throttled;
 /// A gated call's handle on its gate.
 pub(crate) struct Call {
     gates: Gates,
+    /// The gate's key: the request's key, or the limit of it its route counts against.
     key: Key,
+    /// The request's key, where `key` is one of its limits: a closure of it holds every one.
+    whole: Option<Key>,
     terms: Terms,
 }
 
@@ -38,10 +41,12 @@ pub(crate) enum Entered {
     Queued(Place),
     /// The gate stays closed longer than the call may wait.
     Throttled(Throttled),
+    /// Every limit of the key is closed until then: the call sleeps, and arrives again.
+    NotBefore(Instant),
 }
 
 impl Call {
-    pub(crate) fn new(gates: Gates, key: Key, settings: &Settings) -> Self {
+    pub(crate) fn new(gates: Gates, key: Key, route: &str, settings: &Settings) -> Self {
         let terms = Terms {
             metered: settings.respect_remaining,
             cap: settings.retry_after_cap,
@@ -49,7 +54,57 @@ impl Call {
             slow_start: settings.respect_remaining && settings.slow_start,
             learned: settings.respect_remaining && settings.learn_limits,
         };
-        Call { gates, key, terms }
+        match gates.routes.refine(&key, route) {
+            Some(limit) => Call {
+                gates,
+                key: limit,
+                whole: Some(key),
+                terms,
+            },
+            None => Call {
+                gates,
+                key,
+                whole: None,
+                terms,
+            },
+        }
+    }
+
+    /// What a response to `route` said of the limit it counted against, given `report`, what
+    /// it says to the gate; returns what the call's own gate takes of it. Later calls of that
+    /// route are gated by that limit alone; the first answer naming it speaks for that limit,
+    /// not for the whole key (the call's own gate only counts it back); a refusal of the whole
+    /// key (`global`) holds every limit of it.
+    pub(crate) fn learn_limit(
+        &self,
+        route: &str,
+        said: &Said,
+        report: Report,
+        now: Instant,
+    ) -> Report {
+        let registry = &self.gates.registry;
+        let whole = self.whole.as_ref().unwrap_or(&self.key);
+        if said.global {
+            if self.whole.is_some() {
+                registry.lock().learn(whole, report, now, registry.capacity);
+            }
+            return report;
+        }
+        let Some(group) = &said.group else {
+            return report;
+        };
+        self.gates.routes.learn(whole, route, group);
+        if self.whole.is_some() {
+            return report;
+        }
+        let limit = whole.within(group);
+        registry
+            .lock()
+            .learn(&limit, report, now, registry.capacity);
+        Report {
+            server_clock: report.server_clock,
+            ..Report::default()
+        }
     }
 
     /// The key the call counts against.
@@ -69,6 +124,17 @@ impl Call {
         if let Some(window) = shared {
             let report = window.to_report(&registry.clocks());
             table.learn(&self.key, report, now, registry.capacity);
+        }
+        if let Some(closed) = self
+            .whole
+            .as_ref()
+            .and_then(|whole| table.gates.get(whole)?.closed_for(now, self.terms))
+        {
+            return if closed > budget {
+                Entered::Throttled(Throttled::new(self.key.clone(), closed))
+            } else {
+                Entered::NotBefore(after(now, closed))
+            };
         }
         if let Some(gate) = table.gates.get_mut(&self.key) {
             return self.arrive(gate, now, budget);
@@ -127,6 +193,10 @@ pub(crate) struct Said {
     pace: Option<Pace>,
     /// The server's clock, as the response's `Date` bounds it.
     server_clock: Option<ServerClock>,
+    /// The limit the request counted against, where the server keeps several for its key.
+    group: Option<Box<str>>,
+    /// The refusal holds every limit of the key.
+    global: bool,
 }
 
 impl Said {
@@ -149,6 +219,8 @@ impl Said {
         let said = Said {
             refused: info.is_refusal(response.status()) && !info.is_concurrency_limit(),
             crowded: info.is_concurrency_limit(),
+            group: info.limit_group().map(Box::from),
+            global: info.is_global(),
             server_clock: info.server_date().map(|date| ServerClock::new(date, now)),
             ..Said::of(&info, now, settings)
         };
@@ -189,7 +261,7 @@ impl Said {
                 .then(|| quota(info, after(now, settings.retry_after_cap)))
                 .flatten(),
             pace: pace(info, now, settings.retry_after_cap),
-            server_clock: None,
+            ..Said::default()
         }
     }
 
@@ -207,20 +279,22 @@ impl Said {
     }
 }
 
-/// The quota closest to running out among the meters of requests that say what is left and
-/// reset by `horizon`, with that meter's whole quota a window if it says. A meter of tokens is
-/// not spent one a call: it holds calls through the instruction its zero gives.
+/// The quota closest to running out among the meters that say what is left and reset by
+/// `horizon`, with that meter's whole quota a window if it says. A meter of another unit than
+/// requests is not spent one a call: it counts only once the server says it is spent, and its
+/// limit says nothing of how many calls a window holds.
 fn quota(info: &RateLimitInfo, horizon: Instant) -> Option<(Quota, Option<u64>)> {
     info.meters()
         .iter()
-        .filter(|meter| meter.unit() == Unit::Requests)
+        .filter(|meter| meter.unit() == Unit::Requests || meter.is_exhausted())
         .filter_map(|meter| {
             let reset_at = meter.reset_at().filter(|reset_at| *reset_at <= horizon)?;
             let quota = Quota {
                 remaining: meter.remaining()?,
                 reset_at,
             };
-            Some((quota, meter.limit()))
+            let limit = meter.limit().filter(|_| meter.unit() == Unit::Requests);
+            Some((quota, limit))
         })
         .min_by_key(|(quota, _)| (quota.remaining, std::cmp::Reverse(quota.reset_at)))
 }
@@ -328,6 +402,14 @@ mod tests {
             ("x-ratelimit-reset-tokens", "2s"),
         ]);
         assert_eq!(quota(&tokens_only, now + CAP), None);
+        let tokens_spent = info(&[
+            ("x-ratelimit-remaining-requests", "59"),
+            ("x-ratelimit-limit-tokens", "150000"),
+            ("x-ratelimit-remaining-tokens", "0"),
+            ("x-ratelimit-reset-tokens", "2s"),
+        ]);
+        let (spent, limit) = quota(&tokens_spent, now + CAP).unwrap();
+        assert_eq!((spent.remaining, limit), (0, None), "spent, holding calls");
         let tokens_a_second = |_: &http::HeaderMap, _: &_, found: &mut crate::Found<'_>| {
             let figures = crate::Figures::new().unit(Unit::Tokens).limit(1000);
             found.meter(figures.window(Duration::from_secs(1)));

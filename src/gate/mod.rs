@@ -21,6 +21,7 @@ mod quota;
 mod registry;
 mod release;
 mod report;
+mod routes;
 mod snapshot;
 mod state;
 mod store;
@@ -41,6 +42,7 @@ pub(crate) use time::after;
 use crate::key::Key;
 use crate::settings::Settings;
 use registry::Registry;
+use routes::Routes;
 
 /// How many keys a registry remembers by default.
 const CAPACITY: usize = 10_000;
@@ -65,6 +67,7 @@ const CAPACITY: usize = 10_000;
 #[derive(Clone)]
 pub struct Gates {
     registry: Arc<Registry>,
+    routes: Arc<Routes>,
 }
 
 impl Default for Gates {
@@ -102,6 +105,7 @@ impl Gates {
     pub fn with_capacity(capacity: usize) -> Self {
         Gates {
             registry: Arc::new(Registry::new(capacity, None)),
+            routes: Arc::default(),
         }
     }
 
@@ -110,6 +114,7 @@ impl Gates {
     pub fn with_store(store: impl WindowStore) -> Self {
         Gates {
             registry: Arc::new(Registry::new(CAPACITY, Some(Arc::new(store)))),
+            routes: Arc::default(),
         }
     }
 
@@ -130,8 +135,9 @@ impl Gates {
         Some(GateSnapshot::of(table.gates.get(key)?, now))
     }
 
-    /// A call on `key`'s handle on its gate, through a layer with `settings`.
-    pub(crate) fn call(&self, key: Key, settings: &Settings) -> Call {
-        Call::new(self.clone(), key, settings)
+    /// A call on `key`'s handle on its gate, through a layer with `settings`: the gate of the
+    /// limit its `route` was last said to count against, where the server keeps several.
+    pub(crate) fn call(&self, key: Key, route: &str, settings: &Settings) -> Call {
+        Call::new(self.clone(), key, route, settings)
     }
 }
