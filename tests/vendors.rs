@@ -19,6 +19,8 @@ use tower_retry_after::{BoxError, Found, RateLimitInfo, RateLimitLayer};
 
 const SECOND: Duration = Duration::from_secs(1);
 
+type Headers = Vec<(&'static str, String)>;
+
 type Client =
     BoxCloneService<Request<Full<Bytes>>, http::Response<hyper::body::Incoming>, BoxError>;
 
@@ -381,7 +383,7 @@ async fn anthropic_an_rfc3339_reset_is_read_against_date() {
 #[tokio::test(start_paused = true)]
 async fn every_vendors_spent_limit_holds_the_next_call_until_its_reset() {
     let now = now_seconds();
-    let styles: Vec<(&str, u16, Vec<(&'static str, String)>, Duration)> = vec![
+    let styles: Vec<(&str, u16, Headers, Duration)> = vec![
         (
             "gitlab",
             200,
