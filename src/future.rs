@@ -42,6 +42,7 @@ use crate::gate::{Call, Entered, Held, Pass, Place, Retry, Said, after};
 use crate::jitter::Draws;
 use crate::policy::{Action, Attempt, BoxError, Outcome, Policy};
 use crate::throttled::Throttled;
+use crate::tokens::TokenCost;
 
 pin_project! {
     /// The response future of [`RateLimit`](crate::RateLimit).
@@ -112,9 +113,11 @@ where
 {
     pub(crate) fn new(service: S, policy: P, config: Arc<Config>, request: Request<B>) -> Self {
         let (parts, body) = request.into_parts();
-        let gate = config
-            .key_of(&parts)
-            .map(|key| config.gates.call(key, parts.uri.path(), &config.settings));
+        let cost = parts.extensions.get::<TokenCost>().copied();
+        let gate = config.key_of(&parts).map(|key| {
+            let route = parts.uri.path();
+            config.gates.call(key, route, cost, &config.settings)
+        });
         let (sent, replay) = match policy.clone_body(&body) {
             Some(copy) => (copy, Some(body)),
             None => (body, None),
@@ -251,9 +254,14 @@ where
             }
             Entered::Throttled(throttled) => self.throttled(throttled),
             Entered::NotBefore(until) => {
-                self.budget.add_wait(until.saturating_duration_since(now));
+                // Spread as an instruction is: the calls held until one instant leave apart.
+                let settings = &self.config.settings;
+                let wait = settings
+                    .backoff
+                    .instructed(until.saturating_duration_since(now), self.draws.unit());
+                self.budget.add_wait(wait);
                 Step::Next(State::Sleeping {
-                    sleep: Box::pin(tokio::time::sleep_until(until)),
+                    sleep: Box::pin(tokio::time::sleep_until(after(now, wait))),
                     body,
                 })
             }

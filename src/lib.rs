@@ -81,6 +81,7 @@ pub mod policy;
 mod service;
 mod settings;
 mod throttled;
+mod tokens;
 
 pub use backoff::Backoff;
 pub use cost::CallCost;
@@ -92,6 +93,7 @@ pub use layer::RateLimitLayer;
 pub use policy::BoxError;
 pub use service::RateLimit;
 pub use throttled::Throttled;
+pub use tokens::TokenCost;
 
 /// What the fuzz crate checks beyond the public API; not part of the API.
 #[cfg(feature = "__fuzzing")]

@@ -15,7 +15,7 @@ use support::{TestServer, client, header};
 use tokio::time::Instant;
 use tower::util::BoxCloneService;
 use tower::{Service, ServiceBuilder, ServiceExt};
-use tower_retry_after::{BoxError, Found, RateLimitInfo, RateLimitLayer};
+use tower_retry_after::{BoxError, Found, RateLimitInfo, RateLimitLayer, TokenCost};
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -336,6 +336,69 @@ async fn openai_a_spent_token_meter_holds_calls_while_requests_remain() {
         arrivals[1] - start
     );
     assert!(arrivals[1] - start < 4 * SECOND);
+}
+
+/// OpenAI with declared costs: calls that say what they will spend share the token meter the
+/// server last reported, so those it cannot pay for wait for its reset instead of being sent
+/// to be refused; calls that declare nothing are not held by it.
+#[tokio::test(start_paused = true)]
+async fn openai_calls_declaring_their_tokens_wait_for_the_reset_when_the_meter_lacks_them() {
+    let server = TestServer::start(move |_, _, nth| {
+        let headers = vec![
+            header("x-ratelimit-limit-requests", 500),
+            header("x-ratelimit-remaining-requests", 499 - nth),
+            header("x-ratelimit-limit-tokens", 10_000),
+            header("x-ratelimit-remaining-tokens", 1_000),
+            header("x-ratelimit-reset-tokens", "3s"),
+        ];
+        (200, headers)
+    })
+    .await;
+    let client = stack(RateLimitLayer::new());
+    let call = |cost: Option<TokenCost>| {
+        let mut client = client.clone();
+        let url = server.url("/v1/chat/completions");
+        async move {
+            let mut request = Request::post(url);
+            if let Some(cost) = cost {
+                request = request.extension(cost);
+            }
+            let request = request.body(Full::new(Bytes::from_static(b"{}"))).unwrap();
+            client
+                .ready()
+                .await?
+                .call(request)
+                .await
+                .map(|r| r.status())
+        }
+    };
+    // The first answer reports 1,000 tokens left for 3 s.
+    assert_eq!(call(None).await.unwrap(), StatusCode::OK);
+    let start = Instant::now();
+    let costly = (0..3)
+        .map(|_| tokio::spawn(call(Some(TokenCost::new(300, 200)))))
+        .collect::<Vec<_>>();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        call(None).await.unwrap(),
+        StatusCode::OK,
+        "declaring nothing, not held"
+    );
+    for task in costly {
+        assert_eq!(task.await.unwrap().unwrap(), StatusCode::OK);
+    }
+    let arrivals = server.arrivals("POST", "/v1/chat/completions");
+    assert_eq!(arrivals.len(), 5, "nothing sent twice");
+    let at_once = arrivals[1..]
+        .iter()
+        .filter(|at| **at - start < SECOND)
+        .count();
+    assert_eq!(at_once, 3, "two costly calls and the one declaring nothing");
+    let last = *arrivals.last().unwrap() - start;
+    assert!(
+        last >= 3 * SECOND,
+        "the third costly call waited for the reset: {last:?}"
+    );
 }
 
 /// Anthropic: an RFC 3339 reset is read against `Date`: a spent request meter holds the next

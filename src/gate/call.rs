@@ -16,12 +16,14 @@ use super::state::Gate;
 use super::terms::Terms;
 use super::ticket::{Pass, Place};
 use super::time::{ServerClock, after};
+use super::tokens::TokenMeters;
 use crate::budget::Answer;
 use crate::config::Config;
 use crate::headers::{RateLimitInfo, Unit};
 use crate::key::Key;
 use crate::settings::Settings;
 use crate::throttled::Throttled;
+use crate::tokens::TokenCost;
 
 /// A gated call's handle on its gate.
 pub(crate) struct Call {
@@ -30,6 +32,8 @@ pub(crate) struct Call {
     key: Key,
     /// The request's key, where `key` is one of its limits: a closure of it holds every one.
     whole: Option<Key>,
+    /// What the call spends of the key's token meters, where it declares it.
+    cost: Option<TokenCost>,
     terms: Terms,
 }
 
@@ -46,7 +50,13 @@ pub(crate) enum Entered {
 }
 
 impl Call {
-    pub(crate) fn new(gates: Gates, key: Key, route: &str, settings: &Settings) -> Self {
+    pub(crate) fn new(
+        gates: Gates,
+        key: Key,
+        route: &str,
+        cost: Option<TokenCost>,
+        settings: &Settings,
+    ) -> Self {
         let terms = Terms {
             metered: settings.respect_remaining,
             cap: settings.retry_after_cap,
@@ -59,12 +69,14 @@ impl Call {
                 gates,
                 key: limit,
                 whole: Some(key),
+                cost,
                 terms,
             },
             None => Call {
                 gates,
                 key,
                 whole: None,
+                cost,
                 terms,
             },
         }
@@ -130,13 +142,14 @@ impl Call {
             .as_ref()
             .and_then(|whole| table.gates.get(whole)?.closed_for(now, self.terms))
         {
-            return if closed > budget {
-                Entered::Throttled(Throttled::new(self.key.clone(), closed))
-            } else {
-                Entered::NotBefore(after(now, closed))
-            };
+            return self.not_before(after(now, closed), now, budget);
         }
         if let Some(gate) = table.gates.get_mut(&self.key) {
+            if let Some(cost) = self.cost {
+                if let Err(reset_at) = gate.spend_tokens(cost, now) {
+                    return self.not_before(reset_at, now, budget);
+                }
+            }
             return self.arrive(gate, now, budget);
         }
         // Counted from the first call: responses to the first calls on a key report the quota
@@ -149,6 +162,16 @@ impl Call {
             .entry(self.key.clone())
             .or_insert_with(|| Gate::for_first_call(self.terms));
         self.arrive(gate, now, budget)
+    }
+
+    /// The call may not go before `until`: it sleeps till then if `budget` allows.
+    fn not_before(&self, until: Instant, now: Instant, budget: Duration) -> Entered {
+        let closed = until.saturating_duration_since(now);
+        if closed > budget {
+            Entered::Throttled(Throttled::new(self.key.clone(), closed))
+        } else {
+            Entered::NotBefore(until)
+        }
     }
 
     /// The call at its `gate`: throttled if the gate stays closed beyond `budget`, else let
@@ -193,6 +216,8 @@ pub(crate) struct Said {
     pace: Option<Pace>,
     /// The server's clock, as the response's `Date` bounds it.
     server_clock: Option<ServerClock>,
+    /// The token meters within the cap, when the layer respects what remains.
+    tokens: TokenMeters,
     /// The limit the request counted against, where the server keeps several for its key.
     group: Option<Box<str>>,
     /// The refusal holds every limit of the key.
@@ -261,6 +286,11 @@ impl Said {
                 .then(|| quota(info, after(now, settings.retry_after_cap)))
                 .flatten(),
             pace: pace(info, now, settings.retry_after_cap),
+            tokens: if settings.respect_remaining {
+                tokens(info, after(now, settings.retry_after_cap))
+            } else {
+                TokenMeters::default()
+            },
             ..Said::default()
         }
     }
@@ -275,6 +305,7 @@ impl Said {
             limit: self.quota.and_then(|(_, limit)| limit),
             pace: self.pace,
             server_clock: self.server_clock,
+            tokens: self.tokens,
         }
     }
 }
@@ -297,6 +328,24 @@ fn quota(info: &RateLimitInfo, horizon: Instant) -> Option<(Quota, Option<u64>)>
             Some((quota, limit))
         })
         .min_by_key(|(quota, _)| (quota.remaining, std::cmp::Reverse(quota.reset_at)))
+}
+
+/// The token meters that say what is left and reset by `horizon`.
+fn tokens(info: &RateLimitInfo, horizon: Instant) -> TokenMeters {
+    let mut meters = TokenMeters::default();
+    for meter in info.meters() {
+        let reset_at = meter.reset_at().filter(|reset_at| *reset_at <= horizon);
+        if let (Some(remaining), Some(reset_at)) = (meter.remaining(), reset_at) {
+            meters.add(
+                meter.unit(),
+                Quota {
+                    remaining,
+                    reset_at,
+                },
+            );
+        }
+    }
+    meters
 }
 
 /// The server's policy with the shortest window, as a spacing between requests that stands

@@ -28,6 +28,7 @@ mod store;
 mod terms;
 mod ticket;
 mod time;
+mod tokens;
 
 use std::sync::Arc;
 
@@ -41,6 +42,7 @@ pub(crate) use time::after;
 
 use crate::key::Key;
 use crate::settings::Settings;
+use crate::tokens::TokenCost;
 use registry::Registry;
 use routes::Routes;
 
@@ -136,8 +138,15 @@ impl Gates {
     }
 
     /// A call on `key`'s handle on its gate, through a layer with `settings`: the gate of the
-    /// limit its `route` was last said to count against, where the server keeps several.
-    pub(crate) fn call(&self, key: Key, route: &str, settings: &Settings) -> Call {
-        Call::new(self.clone(), key, route, settings)
+    /// limit its `route` was last said to count against, where the server keeps several; the
+    /// call spends `cost` of the key's token meters, if it declares one.
+    pub(crate) fn call(
+        &self,
+        key: Key,
+        route: &str,
+        cost: Option<TokenCost>,
+        settings: &Settings,
+    ) -> Call {
+        Call::new(self.clone(), key, route, cost, settings)
     }
 }

@@ -26,6 +26,8 @@ use super::release::{Release, Reopening};
 use super::report::Report;
 use super::terms::Terms;
 use super::time::{ServerClock, after};
+use super::tokens::TokenMeters;
+use crate::tokens::TokenCost;
 
 /// How long a gate that owes a probe is remembered after its closure ended, with nobody
 /// waiting: long enough for calls arriving soon after to be let out one at a time.
@@ -52,6 +54,8 @@ pub(crate) struct Gate {
     learning: Learning,
     /// The tightest bound of the server's clock its responses gave.
     server_clock: Option<ServerClock>,
+    /// The key's token meters, less what calls declaring their cost spent.
+    tokens: TokenMeters,
     /// Calls that respect the quota.
     metered: Queue,
     /// Calls whose layer does not.
@@ -211,6 +215,11 @@ impl Gate {
         self.wake_heads();
     }
 
+    /// Spends `cost` of the token meters, or says when the first that lacks it resets.
+    pub(crate) fn spend_tokens(&mut self, cost: TokenCost, now: Instant) -> Result<(), Instant> {
+        self.tokens.spend(cost, now)
+    }
+
     /// Takes in what another process learned, through a shared store.
     pub(crate) fn learn(&mut self, report: Report, now: Instant) {
         self.take_in(report, self.epoch, now);
@@ -242,6 +251,7 @@ impl Gate {
             && self.closed_until.is_none_or(|until| until <= now)
             && self.quota.is_none_or(|quota| quota.reset_at <= now)
             && self.learning.quota(now).is_none()
+            && !self.tokens.is_known(now)
             && !self.reopening.is_probing()
             && !probe_owed
     }
@@ -300,6 +310,7 @@ impl Gate {
         if let Some(pace) = report.pace {
             self.reopening.pace(pace);
         }
+        self.tokens.take_in(report.tokens, now);
     }
 
     /// Folds in a quota reported by a request let through in `epoch`: a report from before
@@ -528,6 +539,7 @@ mod tests {
         limit: None,
         pace: None,
         server_clock: None,
+        tokens: TokenMeters::NONE,
     };
 
     /// A policy's pace of `interval`, stated for a window that lasts well beyond the test.

@@ -86,6 +86,8 @@ impl Window {
                 reset_at: clocks.instant(reset),
             }),
             pace: None,
+            // Token meters are each process's own: a fleet shares closures and quotas.
+            tokens: Default::default(),
         }
     }
 }

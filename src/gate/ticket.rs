@@ -200,7 +200,7 @@ mod tests {
     /// A request on `key` let through, answered with a 429 for `wait`, with a retry that
     /// waits `wait`: where the call stands after.
     fn refused(gates: &Gates, key: &str, wait: Duration, now: Instant) -> Held {
-        let call = gates.call(Key::named(key), "/", &Settings::default());
+        let call = gates.call(Key::named(key), "/", None, &Settings::default());
         let Entered::Admitted(pass) = call.enter(now, 120 * SECOND) else {
             panic!("the gate of {key} is not open");
         };
@@ -246,7 +246,7 @@ mod tests {
         let Held::Waiting(_first) = refused(&gates, "a", 30 * SECOND, now) else {
             panic!("not held");
         };
-        let call = gates.call(Key::named("a"), "/", &Settings::default());
+        let call = gates.call(Key::named("a"), "/", None, &Settings::default());
         let Entered::Throttled(throttled) = call.enter(now, 10 * SECOND) else {
             panic!("a closed gate let a call in");
         };

@@ -1,0 +1,200 @@
+//! A key's token meters as its gate knows them: what the server last said of each (tokens,
+//! input tokens, output tokens), less what calls that declared their cost ([`TokenCost`]) have
+//! spent since. Pure.
+//!
+//! What the server says folds in by the one rule of `quota::fold`; what a call spends is taken
+//! off at once, so that calls in flight together never spend one count twice. The server's
+//! next count may be higher (it has not seen those calls yet, or the meter replenished): within
+//! one window the lower figure stands, which is never early.
+
+use tokio::time::Instant;
+
+use super::quota::{Quota, fold};
+use crate::headers::Unit;
+use crate::tokens::TokenCost;
+
+/// The token meters of one response or one gate, by unit: tokens, input tokens, output tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TokenMeters([Option<Quota>; 3]);
+
+impl TokenMeters {
+    /// No meter known.
+    pub(crate) const NONE: TokenMeters = TokenMeters([None; 3]);
+
+    fn slot(unit: Unit) -> Option<usize> {
+        match unit {
+            Unit::Tokens => Some(0),
+            Unit::InputTokens => Some(1),
+            Unit::OutputTokens => Some(2),
+            _ => None,
+        }
+    }
+
+    /// What `cost` spends of the meter in `slot`.
+    fn spent_by(slot: usize, cost: TokenCost) -> u64 {
+        match slot {
+            0 => cost.total(),
+            1 => cost.input(),
+            _ => cost.output(),
+        }
+    }
+
+    /// Adds a reading of a meter of `unit`: of several of one unit, the one closest to
+    /// running out.
+    pub(crate) fn add(&mut self, unit: Unit, quota: Quota) {
+        let Some(slot) = Self::slot(unit) else { return };
+        let known = &mut self.0[slot];
+        if known.is_none_or(|known| quota.remaining < known.remaining) {
+            *known = Some(quota);
+        }
+    }
+
+    /// Folds in what a response said of each meter, dropping meters whose window is over.
+    pub(crate) fn take_in(&mut self, reported: TokenMeters, now: Instant) {
+        for (known, reported) in self.0.iter_mut().zip(reported.0) {
+            if known.is_some_and(|quota| quota.reset_at <= now) {
+                *known = None;
+            }
+            let Some(reported) = reported.filter(|quota| quota.reset_at > now) else {
+                continue;
+            };
+            *known = match *known {
+                None => Some(reported),
+                Some(current) => fold(current, reported, false).or(Some(current)),
+            };
+        }
+    }
+
+    /// Spends `cost` if every meter it draws on has that much left; otherwise spends nothing
+    /// and says when the first meter lacking it resets.
+    pub(crate) fn spend(&mut self, cost: TokenCost, now: Instant) -> Result<(), Instant> {
+        for known in &mut self.0 {
+            if known.is_some_and(|quota| quota.reset_at <= now) {
+                *known = None;
+            }
+        }
+        let short = self
+            .0
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, known)| Some((slot, (*known)?)))
+            .filter(|(slot, quota)| Self::spent_by(*slot, cost) > quota.remaining)
+            .map(|(_, quota)| quota.reset_at)
+            .max();
+        if let Some(reset_at) = short {
+            return Err(reset_at);
+        }
+        for (slot, known) in self.0.iter_mut().enumerate() {
+            if let Some(quota) = known {
+                quota.remaining -= Self::spent_by(slot, cost);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether any meter's window is still current.
+    pub(crate) fn is_known(&self, now: Instant) -> bool {
+        self.0.iter().flatten().any(|quota| quota.reset_at > now)
+    }
+}
+
+impl Default for TokenMeters {
+    fn default() -> Self {
+        TokenMeters::NONE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    fn meters(now: Instant, readings: &[(Unit, u64, u64)]) -> TokenMeters {
+        let mut meters = TokenMeters::default();
+        for (unit, remaining, reset_in) in readings {
+            meters.add(
+                *unit,
+                Quota {
+                    remaining: *remaining,
+                    reset_at: now + Duration::from_secs(*reset_in),
+                },
+            );
+        }
+        meters
+    }
+
+    #[test]
+    fn calls_spend_what_they_declare_until_a_meter_lacks_it() {
+        let now = Instant::now();
+        let mut known = TokenMeters::default();
+        known.take_in(meters(now, &[(Unit::Tokens, 1_000, 10)]), now);
+        assert_eq!(known.spend(TokenCost::new(300, 300), now), Ok(()));
+        assert_eq!(known.spend(TokenCost::new(200, 200), now), Ok(()));
+        assert_eq!(
+            known.spend(TokenCost::new(1, 0), now),
+            Err(now + 10 * SECOND),
+            "exactly spent: the next waits for the reset"
+        );
+        assert_eq!(
+            known.spend(TokenCost::default(), now),
+            Ok(()),
+            "a zero cost goes"
+        );
+        let after_reset = now + 10 * SECOND;
+        assert_eq!(
+            known.spend(TokenCost::new(5_000, 0), after_reset),
+            Ok(()),
+            "unknown again"
+        );
+        assert!(!known.is_known(after_reset));
+    }
+
+    #[test]
+    fn input_and_output_meters_are_spent_by_their_own_part_and_the_later_reset_binds() {
+        let now = Instant::now();
+        let mut known = TokenMeters::default();
+        let readings = [(Unit::InputTokens, 1_000, 5), (Unit::OutputTokens, 100, 20)];
+        known.take_in(meters(now, &readings), now);
+        assert_eq!(known.spend(TokenCost::new(900, 100), now), Ok(()));
+        assert_eq!(
+            known.spend(TokenCost::new(200, 1), now),
+            Err(now + 20 * SECOND),
+            "both lack it: the later reset"
+        );
+        assert_eq!(
+            known.spend(TokenCost::new(100, 0), now),
+            Ok(()),
+            "nothing was spent"
+        );
+    }
+
+    #[test]
+    fn a_higher_count_within_the_window_does_not_undo_what_calls_spent() {
+        let now = Instant::now();
+        let mut known = TokenMeters::default();
+        known.take_in(meters(now, &[(Unit::Tokens, 1_000, 10)]), now);
+        known.spend(TokenCost::new(900, 0), now).unwrap();
+        known.take_in(meters(now, &[(Unit::Tokens, 1_000, 10)]), now);
+        assert!(known.spend(TokenCost::new(200, 0), now).is_err());
+        // A later reset is the next window: its count stands.
+        known.take_in(meters(now, &[(Unit::Tokens, 1_000, 30)]), now);
+        assert_eq!(known.spend(TokenCost::new(200, 0), now), Ok(()));
+    }
+
+    #[test]
+    fn of_several_readings_of_one_unit_the_lowest_stands_and_other_units_are_ignored() {
+        let now = Instant::now();
+        let readings = [
+            (Unit::Tokens, 500, 10),
+            (Unit::Tokens, 50, 10),
+            (Unit::Requests, 1, 10),
+            (Unit::Other, 0, 10),
+        ];
+        let mut known = TokenMeters::default();
+        known.take_in(meters(now, &readings), now);
+        assert!(known.spend(TokenCost::new(51, 0), now).is_err());
+        assert_eq!(known.spend(TokenCost::new(50, 0), now), Ok(()));
+    }
+}

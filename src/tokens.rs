@@ -1,0 +1,54 @@
+//! [`TokenCost`]: what a request will spend of a server's token meters, declared by its caller.
+
+/// What a request will spend of the server's token meters (OpenAI's tokens, Anthropic's input
+/// and output tokens), declared by the caller as a request extension.
+///
+/// A call that declares its cost spends it at its key's gate against the token meters the
+/// server last reported, before it is sent: where a meter has less left than the call will
+/// spend, the call waits for that meter's reset (if its budget allows), instead of being sent
+/// to be refused. A meter of `tokens` is spent by input and output together, one of input
+/// tokens by the input, one of output tokens by the output. Calls that declare nothing are held
+/// by a token meter only once the server says it is spent.
+///
+/// Declare the most a request can spend (the prompt's tokens, and `max_tokens` for the
+/// output): spending less is never early, spending more than declared is found out by the
+/// server's next count.
+///
+/// # Example
+///
+/// ```
+/// use tower_retry_after::TokenCost;
+///
+/// let request = http::Request::post("https://api.openai.com/v1/chat/completions")
+///     .extension(TokenCost::new(1_200, 800))
+///     .body(())
+///     .unwrap();
+/// assert_eq!(request.extensions().get::<TokenCost>().unwrap().total(), 2_000);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct TokenCost {
+    input: u64,
+    output: u64,
+}
+
+impl TokenCost {
+    /// A request that sends `input` tokens and may receive up to `output`.
+    pub fn new(input: u64, output: u64) -> Self {
+        TokenCost { input, output }
+    }
+
+    /// The input tokens.
+    pub fn input(&self) -> u64 {
+        self.input
+    }
+
+    /// The output tokens, at most.
+    pub fn output(&self) -> u64 {
+        self.output
+    }
+
+    /// Input and output together.
+    pub fn total(&self) -> u64 {
+        self.input.saturating_add(self.output)
+    }
+}
