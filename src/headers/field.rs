@@ -7,55 +7,82 @@
 
 use std::borrow::Cow;
 
-use http::{HeaderMap, HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderValue};
 
-/// A header name one of the parsers reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Name {
-    Date,
-    Age,
-    RetryAfter,
-    RetryAfterMs,
-    RateLimit,
-    RateLimitPolicy,
-    RateLimitLimit,
-    RateLimitRemaining,
-    RateLimitReset,
-    XRateLimitLimit,
-    XRateLimitRemaining,
-    XRateLimitUsed,
-    XRateLimitReset,
-    XRateLimitResetAfter,
-    XRateDashLimitLimit,
-    XRateDashLimitRemaining,
-    XRateDashLimitUsed,
-    XRateDashLimitReset,
-    // Vendors' own fields: each is read by the vendor's file, and only when present.
-    XRateLimitResource,
-    GitLabRateLimitLabel,
-    RateLimitResetTime,
-    XRateLimitBucket,
-    XRateLimitGlobal,
-    XRateLimitScope,
-    XRateLimitLimitRequests,
-    XRateLimitRemainingRequests,
-    XRateLimitResetRequests,
-    XRateLimitLimitTokens,
-    XRateLimitRemainingTokens,
-    XRateLimitResetTokens,
-    /// Every `anthropic-ratelimit-*` field: the vendor's file reads them all.
-    AnthropicRateLimit,
-    XShopifyShopApiCallLimit,
-    BetaRateLimit,
-    BetaRateLimitPolicy,
-    XRateLimitBare,
-    /// Every `zendesk-ratelimit-*` field: the vendor's file reads them all.
-    ZendeskRateLimit,
-    StripeRateLimitedReason,
-    XAmzRetryAfter,
+/// Declares [`Name`], a variant for each field with how it is spelt (for a vendor that names
+/// one field per meter, the prefix of the names), so that each spelling is written once.
+macro_rules! names {
+    ($($(#[$doc:meta])* $variant:ident => $text:tt,)*) => {
+        /// A header name one of the parsers reads.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub(crate) enum Name {
+            $($(#[$doc])* $variant,)*
+        }
+
+        const NAMES: usize = [$($text),*].len();
+
+        impl Name {
+            /// The field spelt exactly `name`.
+            fn exactly(name: &str) -> Option<Name> {
+                Some(match name {
+                    $($text => Name::$variant,)*
+                    _ => return None,
+                })
+            }
+
+            /// How the field is spelt (for a prefixed field, its prefix).
+            fn as_str(self) -> &'static str {
+                match self {
+                    $(Name::$variant => $text,)*
+                }
+            }
+        }
+    };
 }
 
-const NAMES: usize = 38;
+names! {
+    Date => "date",
+    Age => "age",
+    RetryAfter => "retry-after",
+    RetryAfterMs => "retry-after-ms",
+    RateLimit => "ratelimit",
+    RateLimitPolicy => "ratelimit-policy",
+    RateLimitLimit => "ratelimit-limit",
+    RateLimitRemaining => "ratelimit-remaining",
+    RateLimitReset => "ratelimit-reset",
+    XRateLimitLimit => "x-ratelimit-limit",
+    XRateLimitRemaining => "x-ratelimit-remaining",
+    XRateLimitUsed => "x-ratelimit-used",
+    XRateLimitReset => "x-ratelimit-reset",
+    XRateLimitResetAfter => "x-ratelimit-reset-after",
+    XRateDashLimitLimit => "x-rate-limit-limit",
+    XRateDashLimitRemaining => "x-rate-limit-remaining",
+    XRateDashLimitUsed => "x-rate-limit-used",
+    XRateDashLimitReset => "x-rate-limit-reset",
+    // Vendors' own fields: each is read by the vendor's file, and only when present.
+    XRateLimitResource => "x-ratelimit-resource",
+    GitLabRateLimitLabel => "ratelimit-name",
+    RateLimitResetTime => "ratelimit-resettime",
+    XRateLimitBucket => "x-ratelimit-bucket",
+    XRateLimitGlobal => "x-ratelimit-global",
+    XRateLimitScope => "x-ratelimit-scope",
+    XRateLimitLimitRequests => "x-ratelimit-limit-requests",
+    XRateLimitRemainingRequests => "x-ratelimit-remaining-requests",
+    XRateLimitResetRequests => "x-ratelimit-reset-requests",
+    XRateLimitLimitTokens => "x-ratelimit-limit-tokens",
+    XRateLimitRemainingTokens => "x-ratelimit-remaining-tokens",
+    XRateLimitResetTokens => "x-ratelimit-reset-tokens",
+    /// Every field whose name starts so: the vendor's file reads them all.
+    AnthropicRateLimit => ANTHROPIC_PREFIX,
+    XShopifyShopApiCallLimit => "x-shopify-shop-api-call-limit",
+    BetaRateLimit => "beta-ratelimit",
+    BetaRateLimitPolicy => "beta-ratelimit-policy",
+    XRateLimitBare => "x-rate-limit",
+    /// Every field whose name starts so: the vendor's file reads them all.
+    ZendeskRateLimit => ZENDESK_PREFIX,
+    StripeRateLimitedReason => "stripe-rate-limited-reason",
+    XAmzRetryAfter => "x-amz-retry-after",
+}
 
 /// Fields read by prefix: a vendor that names one field per meter.
 const PREFIXED: [(&str, Name); 2] = [
@@ -66,58 +93,35 @@ pub(crate) const ANTHROPIC_PREFIX: &str = "anthropic-ratelimit-";
 pub(crate) const ZENDESK_PREFIX: &str = "zendesk-ratelimit-";
 
 impl Name {
-    fn bit(self) -> u64 {
+    const fn bit(self) -> u64 {
         1 << self as u32
     }
 
-    fn of(name: &str) -> Option<Name> {
-        Some(match name {
-            "date" => Name::Date,
-            "age" => Name::Age,
-            "retry-after" => Name::RetryAfter,
-            "retry-after-ms" => Name::RetryAfterMs,
-            "ratelimit" => Name::RateLimit,
-            "ratelimit-policy" => Name::RateLimitPolicy,
-            "ratelimit-limit" => Name::RateLimitLimit,
-            "ratelimit-remaining" => Name::RateLimitRemaining,
-            "ratelimit-reset" => Name::RateLimitReset,
-            "x-ratelimit-limit" => Name::XRateLimitLimit,
-            "x-ratelimit-remaining" => Name::XRateLimitRemaining,
-            "x-ratelimit-used" => Name::XRateLimitUsed,
-            "x-ratelimit-reset" => Name::XRateLimitReset,
-            "x-ratelimit-reset-after" => Name::XRateLimitResetAfter,
-            "x-rate-limit-limit" => Name::XRateDashLimitLimit,
-            "x-rate-limit-remaining" => Name::XRateDashLimitRemaining,
-            "x-rate-limit-used" => Name::XRateDashLimitUsed,
-            "x-rate-limit-reset" => Name::XRateDashLimitReset,
-            "x-ratelimit-resource" => Name::XRateLimitResource,
-            "ratelimit-name" => Name::GitLabRateLimitLabel,
-            "ratelimit-resettime" => Name::RateLimitResetTime,
-            "x-ratelimit-bucket" => Name::XRateLimitBucket,
-            "x-ratelimit-global" => Name::XRateLimitGlobal,
-            "x-ratelimit-scope" => Name::XRateLimitScope,
-            "x-ratelimit-limit-requests" => Name::XRateLimitLimitRequests,
-            "x-ratelimit-remaining-requests" => Name::XRateLimitRemainingRequests,
-            "x-ratelimit-reset-requests" => Name::XRateLimitResetRequests,
-            "x-ratelimit-limit-tokens" => Name::XRateLimitLimitTokens,
-            "x-ratelimit-remaining-tokens" => Name::XRateLimitRemainingTokens,
-            "x-ratelimit-reset-tokens" => Name::XRateLimitResetTokens,
-            "x-shopify-shop-api-call-limit" => Name::XShopifyShopApiCallLimit,
-            "beta-ratelimit" => Name::BetaRateLimit,
-            "beta-ratelimit-policy" => Name::BetaRateLimitPolicy,
-            "x-rate-limit" => Name::XRateLimitBare,
-            "stripe-rate-limited-reason" => Name::StripeRateLimitedReason,
-            "x-amz-retry-after" => Name::XAmzRetryAfter,
-            _ => return Name::prefixed(name),
-        })
+    /// One bit for each of `names`, to ask [`Fields::carries_any`] of them at once.
+    pub(crate) const fn mask(names: &[Name]) -> u64 {
+        let mut bits = 0;
+        let mut at = 0;
+        while at < names.len() {
+            bits |= names[at].bit();
+            at += 1;
+        }
+        bits
     }
 
-    /// A field of a vendor that names one field per meter. Most names a response carries
-    /// (`content-type`, `server`) fail on their first letter.
-    fn prefixed(name: &str) -> Option<Name> {
-        if !matches!(name.as_bytes().first(), Some(b'a' | b'z')) {
+    fn of(name: &str) -> Option<Name> {
+        // Every field read starts with one of these letters; most a response carries
+        // (`content-*`, `cache-control`, `etag`, `vary`) do not, and skip the comparisons.
+        if !matches!(
+            name.as_bytes().first(),
+            Some(b'a' | b'b' | b'd' | b'r' | b's' | b'x' | b'z')
+        ) {
             return None;
         }
+        Name::exactly(name).or_else(|| Name::prefixed(name))
+    }
+
+    /// A field of a vendor that names one field per meter.
+    fn prefixed(name: &str) -> Option<Name> {
         PREFIXED
             .iter()
             .find(|(prefix, _)| name.starts_with(prefix))
@@ -129,7 +133,7 @@ impl Name {
 pub(crate) struct Fields<'a> {
     headers: &'a HeaderMap,
     /// The first line of each field the response carries.
-    first: [Option<(&'a HeaderName, &'a HeaderValue)>; NAMES],
+    first: [Option<&'a HeaderValue>; NAMES],
     /// One bit per field the response carries.
     present: u64,
     /// One bit per field that has more than one line.
@@ -144,7 +148,7 @@ impl<'a> Fields<'a> {
         for (name, value) in headers {
             if let Some(known) = Name::of(name.as_str()) {
                 match first[known as usize] {
-                    None => first[known as usize] = Some((name, value)),
+                    None => first[known as usize] = Some(value),
                     Some(_) => repeated |= known.bit(),
                 }
                 present |= known.bit();
@@ -160,7 +164,12 @@ impl<'a> Fields<'a> {
 
     /// Whether the response carries any of these fields.
     pub(crate) fn has_any(&self, names: &[Name]) -> bool {
-        self.present & names.iter().fold(0, |bits, name| bits | name.bit()) != 0
+        self.carries_any(Name::mask(names))
+    }
+
+    /// Whether the response carries any of the fields of `mask` (see [`Name::mask`]).
+    pub(crate) fn carries_any(&self, mask: u64) -> bool {
+        self.present & mask != 0
     }
 
     /// Whether the response carries this field.
@@ -194,11 +203,10 @@ impl<'a> Fields<'a> {
 
     /// Every line of the field, in order; the map is searched only for a repeated field.
     fn values(&self, name: Name) -> Values<'a> {
-        match self.first[name as usize] {
-            Some((header, _)) if self.is_repeated(name) => {
-                Values::Repeated(self.headers.get_all(header).iter())
-            }
-            first => Values::Single(first.map(|(_, value)| value)),
+        if self.is_repeated(name) {
+            Values::Repeated(self.headers.get_all(name.as_str()).iter())
+        } else {
+            Values::Single(self.first[name as usize])
         }
     }
 
@@ -222,7 +230,7 @@ impl<'a> Fields<'a> {
     /// field with such a line fails as a whole). Empty lines add no member.
     pub(crate) fn combined(&self, name: Name) -> Option<Cow<'a, str>> {
         if !self.is_repeated(name) {
-            let line = trim_whitespace(self.first[name as usize]?.1.to_str().ok()?);
+            let line = trim_whitespace(self.first[name as usize]?.to_str().ok()?);
             return (!line.is_empty()).then_some(Cow::Borrowed(line));
         }
         let mut joined: Option<Cow<'a, str>> = None;

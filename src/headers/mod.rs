@@ -43,25 +43,34 @@ pub use reader::{Figures, Found, ReadHeaders};
 use field::{Fields, Name};
 use reader::Signals;
 
-/// A vendor's reader: the fields that prove its vendor, and what it reads from a response that
-/// carries one of them. Rows run in order, after the IETF and `X-RateLimit-*` readers.
-type Row = (
-    &'static [Name],
-    for<'a> fn(&Fields<'a>, &ResponseClock, &mut Found<'a>),
-);
+/// A vendor's reader: the fields that prove its vendor (as a [`Name::mask`]), and what it reads
+/// from a response that carries one of them. Rows run in order, after the IETF and
+/// `X-RateLimit-*` readers.
+type Row = (u64, for<'a> fn(&Fields<'a>, &ResponseClock, &mut Found<'a>));
 
-const VENDORS: &[Row] = &[
-    (github::NAMES, github::read),
-    (gitlab::NAMES, gitlab::read),
-    (discord::NAMES, discord::read),
-    (openai::NAMES, openai::read),
-    (anthropic::NAMES, anthropic::read),
-    (shopify::NAMES, shopify::read),
-    (atlassian::NAMES, atlassian::read),
-    (zendesk::NAMES, zendesk::read),
-    (stripe::NAMES, stripe::read),
-    (aws::NAMES, aws::read),
+const VENDORS: [Row; 10] = [
+    (Name::mask(github::NAMES), github::read),
+    (Name::mask(gitlab::NAMES), gitlab::read),
+    (Name::mask(discord::NAMES), discord::read),
+    (Name::mask(openai::NAMES), openai::read),
+    (Name::mask(anthropic::NAMES), anthropic::read),
+    (Name::mask(shopify::NAMES), shopify::read),
+    (Name::mask(atlassian::NAMES), atlassian::read),
+    (Name::mask(zendesk::NAMES), zendesk::read),
+    (Name::mask(stripe::NAMES), stripe::read),
+    (Name::mask(aws::NAMES), aws::read),
 ];
+
+/// Every vendor's fields: a response carrying none skips the table.
+const ANY_VENDOR: u64 = {
+    let mut bits = 0;
+    let mut row = 0;
+    while row < VENDORS.len() {
+        bits |= VENDORS[row].0;
+        row += 1;
+    }
+    bits
+};
 
 /// Everything a response said about the client's rate limits: the server's instruction to wait
 /// ([`retry_after`](RateLimitInfo::retry_after)) and its quota meters
@@ -116,6 +125,14 @@ pub struct RateLimitInfo {
     /// What the server's clock read when it wrote the response, if it said (read only where
     /// the response has rate-limit fields).
     server_date: Option<SystemTime>,
+    /// What the response says of the limit it counts against, beyond its figures: rare, so
+    /// boxed, to keep the reading small for the responses that say nothing of it.
+    scope: Option<Box<Scope>>,
+}
+
+/// What a response says of the limit it counts against, beyond its figures.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Scope {
     /// The server's name for the limit the request counted against, where it keeps several.
     group: Option<Box<str>>,
     signals: Signals,
@@ -147,8 +164,7 @@ impl RateLimitInfo {
                 meters: SmallVec::new(),
                 read_at,
                 server_date: None,
-                group: None,
-                signals: Signals::default(),
+                scope: None,
             };
         }
         let clock = ResponseClock::read(&fields, now).with_floor(floor);
@@ -160,9 +176,11 @@ impl RateLimitInfo {
         if let Some(reading) = x_ratelimit::read(&fields, &clock) {
             found.readings.push(reading);
         }
-        for (names, read) in VENDORS {
-            if fields.has_any(names) {
-                read(&fields, &clock, &mut found);
+        if fields.carries_any(ANY_VENDOR) {
+            for (mask, read) in VENDORS {
+                if fields.carries_any(mask) {
+                    read(&fields, &clock, &mut found);
+                }
             }
         }
         for reader in readers {
@@ -179,8 +197,12 @@ impl RateLimitInfo {
             meters,
             read_at,
             server_date: clock.server_date(),
-            group: found.group.map(Box::from),
-            signals: found.signals,
+            scope: (found.group.is_some() || found.signals != Signals::default()).then(|| {
+                Box::new(Scope {
+                    group: found.group.map(Box::from),
+                    signals: found.signals,
+                })
+            }),
         }
     }
 
@@ -242,10 +264,7 @@ impl RateLimitInfo {
 
     /// Whether the response said nothing about rate limits.
     pub fn is_empty(&self) -> bool {
-        self.retry_after.is_none()
-            && self.meters.is_empty()
-            && self.group.is_none()
-            && self.signals == Signals::default()
+        self.retry_after.is_none() && self.meters.is_empty() && self.scope.is_none()
     }
 
     /// The server's name for the limit this request counted against, where it keeps several
@@ -266,7 +285,7 @@ impl RateLimitInfo {
     /// assert_eq!(info.meters()[0].name(), Some("search"));
     /// ```
     pub fn limit_group(&self) -> Option<&str> {
-        self.group.as_deref()
+        self.scope.as_ref()?.group.as_deref()
     }
 
     /// Whether the refusal holds every limit of the credential, not only the route's
@@ -282,7 +301,7 @@ impl RateLimitInfo {
     /// assert!(RateLimitInfo::from_headers(&headers, SystemTime::now()).is_global());
     /// ```
     pub fn is_global(&self) -> bool {
-        self.signals.global
+        self.signals().global
     }
 
     /// Whether a response with this `status` and these headers is a rate-limit refusal: any
@@ -307,7 +326,7 @@ impl RateLimitInfo {
         match status {
             StatusCode::TOO_MANY_REQUESTS => true,
             StatusCode::FORBIDDEN => {
-                self.signals.forbidden_is_refusal && self.instructed_wait().is_some()
+                self.signals().forbidden_is_refusal && self.instructed_wait().is_some()
             }
             _ => false,
         }
@@ -330,7 +349,13 @@ impl RateLimitInfo {
     /// assert_eq!(info.retry_after(), None);
     /// ```
     pub fn is_concurrency_limit(&self) -> bool {
-        self.signals.concurrency
+        self.signals().concurrency
+    }
+
+    fn signals(&self) -> Signals {
+        self.scope
+            .as_ref()
+            .map_or_else(Signals::default, |scope| scope.signals)
     }
 
     /// When the headers were read, on the monotonic clock.
