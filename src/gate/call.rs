@@ -84,9 +84,10 @@ impl Call {
 
     /// What a response to `route` said of the limit it counted against, given `report`, what
     /// it says to the gate; returns what the call's own gate takes of it. Later calls of that
-    /// route are gated by that limit alone; the first answer naming it speaks for that limit,
-    /// not for the whole key (the call's own gate only counts it back); a refusal of the whole
-    /// key (`global`) holds every limit of it.
+    /// route are gated by that limit alone; an answer naming another limit than the call was
+    /// gated by (the route's first, or one whose limit was guessed) speaks for the limit it
+    /// names, and the call's own gate only counts it back; a refusal of the whole key
+    /// (`global`) holds every limit of it.
     pub(crate) fn learn_limit(
         &self,
         route: &str,
@@ -106,10 +107,10 @@ impl Call {
             return report;
         };
         self.gates.routes.learn(whole, route, group);
-        if self.whole.is_some() {
+        let limit = whole.within(group);
+        if limit == self.key {
             return report;
         }
-        let limit = whole.within(group);
         registry
             .lock()
             .learn(&limit, report, now, registry.capacity);

@@ -2,8 +2,15 @@
 //! `x-ratelimit-resource`, Discord's `X-RateLimit-Bucket`): a request's route is known before
 //! it is sent, its limit only from an answer to the same route.
 //!
+//! A route not answered yet counts against the limit most answers of its key named (GitHub's
+//! `core`): REST paths carry ids, so most calls go to a route never seen, and gating them by
+//! nothing would let them all meet a limit the server already said is spent. Where the guess is
+//! wrong, the call waits for another limit (never early) or is refused once, and its answer
+//! teaches its route's limit.
+//!
 //! Bounded: a server inventing a new name on every answer cannot make it grow past
-//! [`MOST_ROUTES`]; past it, new routes go unrefined, gated by their key as a whole.
+//! [`MOST_ROUTES`] routes, nor count more than [`MOST_GROUPS`] names a key; past them, new
+//! routes take the key's most named limit.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -13,6 +20,8 @@ use crate::key::{BuildKeyHasher, Key};
 
 /// Routes remembered across every key.
 pub(super) const MOST_ROUTES: usize = 4_096;
+/// Limit names counted for one key.
+pub(super) const MOST_GROUPS: usize = 16;
 
 /// The routes of every key whose server named its limits.
 #[derive(Default)]
@@ -25,47 +34,79 @@ pub(super) struct Routes {
 
 #[derive(Default)]
 struct Table {
-    by_key: HashMap<Key, HashMap<Box<str>, Box<str>>, BuildKeyHasher>,
+    by_key: HashMap<Key, KeyRoutes, BuildKeyHasher>,
     len: usize,
 }
 
+/// One key's routes, and how often answers named each limit.
+#[derive(Default)]
+struct KeyRoutes {
+    routes: HashMap<Box<str>, Box<str>>,
+    named: Vec<(Box<str>, u64)>,
+}
+
+impl KeyRoutes {
+    /// The limit most answers named; of equals, the first named.
+    fn most_named(&self) -> Option<&str> {
+        let (group, _) = self.named.iter().rev().max_by_key(|(_, count)| *count)?;
+        Some(group)
+    }
+
+    fn count(&mut self, group: &str) {
+        if let Some((_, count)) = self.named.iter_mut().find(|(known, _)| **known == *group) {
+            *count += 1;
+        } else if self.named.len() < MOST_GROUPS {
+            self.named.push((Box::from(group), 1));
+        }
+    }
+}
+
 impl Routes {
-    /// The key a request on `route` counts against: `key` within its route's limit, if the
-    /// server named one.
+    /// The key a request on `route` counts against: `key` within its route's limit, or the
+    /// limit most of the key's answers named for a route not answered yet; `None` where the
+    /// server named none.
     pub(super) fn refine(&self, key: &Key, route: &str) -> Option<Key> {
         if !self.any.load(Ordering::Relaxed) {
             return None;
         }
-        let table = self
-            .table
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let group = table.by_key.get(key)?.get(route)?;
+        let table = self.lock();
+        let routes = table.by_key.get(key)?;
+        let group = match routes.routes.get(route) {
+            Some(group) => group,
+            None => routes.most_named()?,
+        };
         Some(key.within(group))
     }
 
     /// Remembers that requests on `route` of `key` count against `group`.
     pub(super) fn learn(&self, key: &Key, route: &str, group: &str) {
-        let mut table = self
-            .table
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut table = self.lock();
         let Table { by_key, len } = &mut *table;
-        if let Some(known) = by_key.get_mut(key).and_then(|routes| routes.get_mut(route)) {
-            if **known != *group {
-                *known = Box::from(group);
+        if let Some(routes) = by_key.get_mut(key) {
+            routes.count(group);
+            if let Some(known) = routes.routes.get_mut(route) {
+                if **known != *group {
+                    *known = Box::from(group);
+                }
+                return;
             }
-            return;
         }
         if *len >= MOST_ROUTES {
             return;
         }
-        by_key
-            .entry(key.clone())
-            .or_default()
-            .insert(Box::from(route), Box::from(group));
+        let routes = by_key.entry(key.clone()).or_default();
+        if routes.named.is_empty() {
+            routes.count(group);
+        }
+        routes.routes.insert(Box::from(route), Box::from(group));
         *len += 1;
         self.any.store(true, Ordering::Relaxed);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -80,7 +121,6 @@ mod tests {
         assert_eq!(routes.refine(&key, "/search"), None);
         routes.learn(&key, "/search", "search");
         assert_eq!(routes.refine(&key, "/search"), Some(key.within("search")));
-        assert_eq!(routes.refine(&key, "/user"), None, "another route");
         assert_eq!(
             routes.refine(&Key::named("other"), "/search"),
             None,
@@ -88,6 +128,27 @@ mod tests {
         );
         routes.learn(&key, "/search", "core");
         assert_eq!(routes.refine(&key, "/search"), Some(key.within("core")));
+    }
+
+    #[test]
+    fn a_route_not_answered_yet_counts_against_the_limit_most_answers_named() {
+        let routes = Routes::default();
+        let key = Key::named("api");
+        routes.learn(&key, "/search/code", "search");
+        assert_eq!(routes.refine(&key, "/issues/1"), Some(key.within("search")));
+        routes.learn(&key, "/user", "core");
+        assert_eq!(
+            routes.refine(&key, "/issues/1"),
+            Some(key.within("search")),
+            "of equals, the first named"
+        );
+        routes.learn(&key, "/issues/2", "core");
+        assert_eq!(routes.refine(&key, "/issues/3"), Some(key.within("core")));
+        assert_eq!(
+            routes.refine(&key, "/search/code"),
+            Some(key.within("search")),
+            "a route answered keeps its own"
+        );
     }
 
     #[test]
@@ -99,9 +160,14 @@ mod tests {
         }
         let table = routes.table.lock().unwrap();
         assert_eq!(table.len, MOST_ROUTES);
-        assert_eq!(table.by_key[&key].len(), MOST_ROUTES);
+        assert_eq!(table.by_key[&key].routes.len(), MOST_ROUTES);
+        assert_eq!(table.by_key[&key].named.len(), MOST_GROUPS);
         drop(table);
-        assert_eq!(routes.refine(&key, &format!("/r/{MOST_ROUTES}")), None);
-        assert!(routes.refine(&key, "/r/0").is_some());
+        assert_eq!(routes.refine(&key, "/r/0"), Some(key.within("b0")));
+        assert_eq!(
+            routes.refine(&key, &format!("/r/{MOST_ROUTES}")),
+            Some(key.within("b0")),
+            "past the bound, the most named limit"
+        );
     }
 }
