@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Writes the seed corpus of every fuzz target from the header test vectors. Header-block
-# targets get one file per vector line, its fields one per line; structured_reference gets the
-# value of every RateLimit* field. Run from anywhere; rewrites fuzz/corpus/*/seed-*.
+# targets get one file per vector line, its fields one per line (the vendor targets from
+# vendor-headers.txt); structured_reference gets the value of every RateLimit* field. Run from anywhere; rewrites fuzz/corpus/*/seed-*.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 vectors="$here/../tests/vectors/ratelimit-headers.txt"
 inputs() { grep -v '^#' "$vectors" | grep ' => ' | sed 's/ => .*//'; }
+# The vendors' vectors, without the parts that are not header lines (`HTTP 429`, `body "…"`).
+vendor_inputs() { grep -v '^#' "$here/../tests/vectors/vendor-headers.txt" | grep ' => ' | sed 's/ => .*//'; }
+vendor_fields() { sed 's/ || /\n/g' | grep -vE '^HTTP [0-9]{3}$|^body "' || true; }
 
 for target in retry_after structured x_ratelimit header_map; do
   mkdir -p "$here/corpus/$target"
@@ -14,6 +17,18 @@ for target in retry_after structured x_ratelimit header_map; do
   inputs | while IFS= read -r line; do
     n=$((n + 1))
     printf '%s' "$line" | sed 's/ || /\n/g' > "$here/corpus/$target/seed-$(printf %03d $n)"
+  done
+done
+
+# The vendor targets get every vendor vector (each keeps its own fields); header_map gets them
+# beside its own.
+for target in vendor_durations vendor_instants vendor_counts header_map; do
+  mkdir -p "$here/corpus/$target"
+  rm -f "$here/corpus/$target"/seed-vendor-*
+  n=0
+  vendor_inputs | while IFS= read -r line; do
+    n=$((n + 1))
+    printf '%s' "$line" | vendor_fields > "$here/corpus/$target/seed-vendor-$(printf %03d $n)"
   done
 done
 

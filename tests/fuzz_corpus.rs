@@ -49,6 +49,21 @@ fn header_map_corpus_replays() {
 }
 
 #[test]
+fn vendor_durations_corpus_replays() {
+    replay("vendor_durations", targets::vendor_durations);
+}
+
+#[test]
+fn vendor_instants_corpus_replays() {
+    replay("vendor_instants", targets::vendor_instants);
+}
+
+#[test]
+fn vendor_counts_corpus_replays() {
+    replay("vendor_counts", targets::vendor_counts);
+}
+
+#[test]
 fn layer_corpus_replays() {
     replay("layer", targets::layer);
 }

@@ -4,7 +4,8 @@
 //! An input is a response's header block as text: lines of `Name: value`, split on `\n`. Lines
 //! that are not a valid name and value are dropped. Each parser's target keeps only its own
 //! family (and `Date` and `Age`, which every time is measured against), so the fuzzer spends its
-//! effort on that parser; `header_map` keeps everything. The `layer` target (in `layer.rs`)
+//! effort on that parser; a family name ending in `*` keeps every name with that prefix (the
+//! vendors that name one field per meter); `header_map` keeps everything. The `layer` target (in `layer.rs`)
 //! drives the whole layer instead.
 
 mod layer;
@@ -41,6 +42,36 @@ const X_RATELIMIT: &[&str] = &[
     "x-rate-limit-reset",
     "x-rate-limit-used",
 ];
+/// OpenAI's Go-duration resets, and `Retry-After`, which may be a Go duration too.
+const DURATIONS: &[&str] = &[
+    "x-ratelimit-limit-requests",
+    "x-ratelimit-remaining-requests",
+    "x-ratelimit-reset-requests",
+    "x-ratelimit-limit-tokens",
+    "x-ratelimit-remaining-tokens",
+    "x-ratelimit-reset-tokens",
+    "retry-after",
+    "retry-after-ms",
+];
+/// Anthropic's RFC 3339 resets, and `X-RateLimit-Reset`, which may be an ISO 8601 instant.
+const INSTANTS: &[&str] = &[
+    "anthropic-ratelimit-*",
+    "x-ratelimit-limit",
+    "x-ratelimit-remaining",
+    "x-ratelimit-reset",
+];
+/// Shopify's `used/limit`, Zendesk's `key=value;` lists and the account meter Zendesk splits
+/// over three families.
+const COUNTS: &[&str] = &[
+    "x-shopify-shop-api-call-limit",
+    "zendesk-ratelimit-*",
+    "x-rate-limit",
+    "x-rate-limit-limit",
+    "x-rate-limit-remaining",
+    "x-rate-limit-reset",
+    "ratelimit-reset",
+    "retry-after",
+];
 
 /// `Retry-After` and `retry-after-ms`. Beyond the invariants: a lone `Retry-After` of plain
 /// digits reads back as exactly that many seconds (or nothing, for zero).
@@ -76,6 +107,90 @@ pub fn x_ratelimit(data: &[u8]) {
     read(&decode(data, Some(X_RATELIMIT)));
 }
 
+/// OpenAI's meters and `Retry-After`, where resets and waits are Go durations. Beyond the
+/// invariants: a lone `x-ratelimit-reset-tokens` written in whole units (`90s`, `6m0s`,
+/// `1h2m3s`) is the tokens meter's reset, to the second (nothing for zero; no `Age` to take
+/// off), and so is a lone `Retry-After` in that form the wait.
+pub fn vendor_durations(data: &[u8]) {
+    let headers = decode(data, Some(DURATIONS));
+    let info = read(&headers);
+    if let Some(seconds) = lone(&headers, "x-ratelimit-reset-tokens").and_then(go_seconds) {
+        if !headers.contains_key("age") {
+            let tokens = info
+                .meters()
+                .iter()
+                .find(|meter| meter.name() == Some("tokens"));
+            assert_eq!(
+                tokens.and_then(|meter| meter.reset_in()),
+                countdown(seconds)
+            );
+        }
+    }
+    if let Some(seconds) = lone(&headers, "retry-after").and_then(go_seconds) {
+        if !headers.contains_key("retry-after-ms") {
+            assert_eq!(info.retry_after(), countdown(seconds));
+        }
+    }
+}
+
+/// Anthropic's meters and `X-RateLimit-Reset`, where resets are RFC 3339 / ISO 8601 instants.
+/// Beyond the invariants: a lone `anthropic-ratelimit-requests-reset` of the form
+/// `YYYY-MM-DDTHH:MM:SSZ` resets the requests meter exactly that long after the `Date` (the
+/// receipt without one), and a reset at or before it leaves no reset.
+pub fn vendor_instants(data: &[u8]) {
+    let headers = decode(data, Some(INSTANTS));
+    let info = read(&headers);
+    let Some(at) = lone(&headers, "anthropic-ratelimit-requests-reset").and_then(utc_seconds)
+    else {
+        return;
+    };
+    let mut dates = headers.get_all("date").iter();
+    let server_now = match (dates.next(), dates.next()) {
+        (None, _) => RECEIVED,
+        (Some(date), None) if !headers.contains_key("age") => {
+            // IMF-fixdate only (`Tue, 14 Nov 2023 22:13:20 GMT`): the obsolete forms leave
+            // the century of a two-digit year to each parser.
+            let date = date.to_str().ok().map(str::trim_ascii).filter(|date| {
+                date.len() == 29 && date.as_bytes()[3] == b',' && date.ends_with(" GMT")
+            });
+            let Some(date) = date.and_then(|date| httpdate::parse_http_date(date).ok()) else {
+                return;
+            };
+            date.duration_since(UNIX_EPOCH).unwrap().as_secs()
+        }
+        _ => return,
+    };
+    let expected = countdown(at.saturating_sub(u128::from(server_now)));
+    match info
+        .meters()
+        .iter()
+        .find(|meter| meter.name() == Some("requests"))
+    {
+        Some(requests) => assert_eq!(requests.reset_in(), expected),
+        // Only the cap on meters per response keeps a reset out.
+        None => assert!(expected.is_none() || info.meters().len() >= 8),
+    }
+}
+
+/// Shopify's bucket, Zendesk's meters and the account meter. Beyond the invariants: a lone
+/// Shopify `used/limit` with used at most the limit is a meter of that limit with the
+/// difference left (without `X-Rate-Limit`, whose split meter Zendesk's reader joins).
+pub fn vendor_counts(data: &[u8]) {
+    let headers = decode(data, Some(COUNTS));
+    let info = read(&headers);
+    let Some((used, limit)) = lone(&headers, "x-shopify-shop-api-call-limit").and_then(used_of)
+    else {
+        return;
+    };
+    if used <= limit && !headers.contains_key("x-rate-limit") {
+        let bucket = info
+            .meters()
+            .iter()
+            .find(|meter| meter.limit() == Some(limit) && meter.remaining() == Some(limit - used));
+        assert!(bucket.is_some(), "{used}/{limit}: {:?}", info.meters());
+    }
+}
+
 /// A whole header block, any names.
 pub fn header_map(data: &[u8]) {
     read(&decode(data, None));
@@ -94,13 +209,136 @@ fn decode(data: &[u8], family: Option<&[&str]>) -> HeaderMap {
         ) else {
             continue;
         };
-        let wanted = family
-            .is_none_or(|family| family.contains(&name.as_str()) || CLOCK.contains(&name.as_str()));
+        let wanted = family.is_none_or(|family| {
+            CLOCK.contains(&name.as_str())
+                || family.iter().any(|wanted| match wanted.strip_suffix('*') {
+                    Some(prefix) => name.as_str().starts_with(prefix),
+                    None => name.as_str() == *wanted,
+                })
+        });
         if wanted {
             headers.append(name, value);
         }
     }
     headers
+}
+
+/// The one line of a field, trimmed; `None` if the field is absent or repeated.
+fn lone<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a [u8]> {
+    let mut values = headers.get_all(name).iter();
+    match (values.next(), values.next()) {
+        (Some(value), None) => Some(value.as_bytes().trim_ascii()),
+        _ => None,
+    }
+}
+
+/// A Go duration in whole hours, minutes and seconds (`90s`, `6m0s`, `1h2m3s`), in seconds.
+fn go_seconds(text: &[u8]) -> Option<u128> {
+    let mut seconds: u128 = 0;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest.iter().take_while(|byte| byte.is_ascii_digit()).count();
+        let unit = match rest.get(digits)? {
+            b'h' => 3_600,
+            b'm' => 60,
+            b's' => 1,
+            _ => return None,
+        };
+        if digits == 0
+            || rest
+                .get(digits + 1)
+                .is_some_and(|byte| !byte.is_ascii_digit())
+        {
+            return None;
+        }
+        let number = rest[..digits].iter().fold(0u128, |sum, digit| {
+            sum.saturating_mul(10)
+                .saturating_add(u128::from(digit - b'0'))
+        });
+        seconds = seconds.saturating_add(number.saturating_mul(unit));
+        rest = &rest[digits + 1..];
+    }
+    (!text.is_empty()).then_some(seconds)
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` from 1970 on, in seconds since the epoch; a leap second is the
+/// second after. Computed apart from the crate's calendar (days from the civil date).
+fn utc_seconds(text: &[u8]) -> Option<u128> {
+    let shape = b"dddd-dd-ddTdd:dd:ddZ";
+    let fits = text.len() == shape.len()
+        && text.iter().zip(shape).all(|(byte, want)| match want {
+            b'd' => byte.is_ascii_digit(),
+            _ => byte == want,
+        });
+    if !fits {
+        return None;
+    }
+    let number = |at: usize, len: usize| {
+        text[at..at + len]
+            .iter()
+            .fold(0u128, |sum, digit| sum * 10 + u128::from(digit - b'0'))
+    };
+    let (year, month, day) = (number(0, 4), number(5, 2), number(8, 2));
+    let (hour, minute, second) = (number(11, 2), number(14, 2), number(17, 2));
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let month_days = match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    let valid = year >= 1970
+        && (1..=12).contains(&month)
+        && (1..=month_days).contains(&day)
+        && hour < 24
+        && minute < 60
+        && second <= 60;
+    if !valid {
+        return None;
+    }
+    // Days from 1970-01-01 to the civil date (H. Hinnant's days_from_civil), years from March.
+    let (y, m) = if month <= 2 {
+        (year - 1, month + 9)
+    } else {
+        (year, month - 3)
+    };
+    let era = y / 400;
+    let year_of_era = y - era * 400;
+    let day_of_year = (153 * m + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    let days = era * 146_097 + day_of_era - 719_468;
+    Some(days * 86_400 + hour * 3_600 + minute * 60 + second)
+}
+
+/// `used/limit`, both plain digits that fit a `u64`.
+fn used_of(text: &[u8]) -> Option<(u64, u64)> {
+    let text = std::str::from_utf8(text).ok()?;
+    let (used, limit) = text.split_once('/')?;
+    let count = |text: &str| {
+        let digits = !text.is_empty() && text.bytes().all(|byte| byte.is_ascii_digit());
+        digits.then(|| text.parse().ok()).flatten()
+    };
+    Some((count(used)?, count(limit)?))
+}
+
+/// What the parser reports for a countdown of this many seconds: saturated at [`LONGEST`],
+/// nothing for zero.
+fn countdown(seconds: u128) -> Option<Duration> {
+    let seconds = u64::try_from(seconds).unwrap_or(u64::MAX);
+    (seconds > 0).then(|| Duration::from_secs(seconds).min(LONGEST))
+}
+
+/// Whether the block says some quota is spent: a `0` in a rate-limit value, a `used/limit`, or
+/// a `-used` count (the limit less what is used can be zero).
+fn says_zero(headers: &HeaderMap) -> bool {
+    headers.iter().any(|(name, value)| {
+        !CLOCK.contains(&name.as_str())
+            && (value
+                .as_bytes()
+                .iter()
+                .any(|byte| matches!(byte, b'0' | b'/'))
+                || name.as_str().ends_with("-used"))
+    })
 }
 
 /// Reads the headers and checks what holds for every input.
@@ -123,6 +361,8 @@ fn read(headers: &HeaderMap) -> RateLimitInfo {
         if let Some(window) = meter.window() {
             assert!(!window.is_zero(), "{meter:?}");
         }
+        // Unknown is never zero: only a server that said so makes a meter exhausted.
+        assert!(!meter.is_exhausted() || says_zero(headers), "{meter:?}");
     }
     if let Some(binding) = info.binding_meter() {
         let lowest = info
