@@ -117,6 +117,17 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// Zendesk joins the account meter split over three families; a Shopify bucket in the same
+/// response is not taken for its counts.
+#[test]
+fn zendesk_joins_only_its_own_account_meter() {
+    let cases = [reads(
+        "X-Rate-Limit: 700 || ratelimit-reset: 41 || X-Shopify-Shop-Api-Call-Limit: 39/40",
+        "_[t=41s]; _[l=700]; _![l=40 r=1]",
+    )];
+    assert_cases_read_as_expected(&cases);
+}
+
 #[test]
 fn every_vector_line_has_exactly_one_case() {
     assert_one_case_a_line(VECTORS, &cases());
