@@ -191,8 +191,22 @@ impl Key {
 }
 
 impl Key {
-    /// The limit named `group` among those the server keeps for this key.
-    pub(crate) fn within(&self, group: &str) -> Key {
+    /// The key of the limit named `group`, one of several a server keeps for this key (GitHub's
+    /// resources, Discord's buckets: see [`RateLimitInfo::limit_group`]). Once an answer names
+    /// a route's limit, the layer gates that route's calls by this key: read its gate with
+    /// [`Gates::snapshot`](crate::Gates::snapshot).
+    ///
+    /// [`RateLimitInfo::limit_group`]: crate::RateLimitInfo::limit_group
+    ///
+    /// ```
+    /// use tower_retry_after::Key;
+    ///
+    /// let api = Key::from_origin("https://api.github.com").unwrap();
+    /// let search = api.within("search");
+    /// assert_eq!(search.to_string(), "https://api.github.com [search]");
+    /// assert_ne!(search, api.within("core"));
+    /// ```
+    pub fn within(&self, group: &str) -> Key {
         let hash = map_hash(|hasher| {
             hasher.write_u8(3);
             hasher.write_u64(self.hash);
