@@ -217,6 +217,14 @@ impl Key {
             hash,
         }
     }
+
+    /// The name of the limit this key is one of, if it is one (see [`Key::within`]).
+    pub(crate) fn limit_name(&self) -> Option<&str> {
+        match &self.repr {
+            Repr::Group(group) => Some(&group.1),
+            _ => None,
+        }
+    }
 }
 
 /// Why [`Key::from_origin`] did not take a string as an origin.

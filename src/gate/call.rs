@@ -107,10 +107,10 @@ impl Call {
             return report;
         };
         self.gates.routes.learn(whole, route, group);
-        let limit = whole.within(group);
-        if limit == self.key {
+        if self.key.limit_name() == Some(&**group) {
             return report;
         }
+        let limit = whole.within(group);
         registry
             .lock()
             .learn(&limit, report, now, registry.capacity);

@@ -38,26 +38,36 @@ struct Table {
     len: usize,
 }
 
-/// One key's routes, and how often answers named each limit.
+/// One key's routes, each with the key of its limit (made once: a call clones it), and how
+/// often answers named each limit.
 #[derive(Default)]
 struct KeyRoutes {
-    routes: HashMap<Box<str>, Box<str>>,
-    named: Vec<(Box<str>, u64)>,
+    routes: HashMap<Box<str>, Key>,
+    named: Vec<(Key, u64)>,
 }
 
 impl KeyRoutes {
     /// The limit most answers named; of equals, the first named.
-    fn most_named(&self) -> Option<&str> {
-        let (group, _) = self.named.iter().rev().max_by_key(|(_, count)| *count)?;
-        Some(group)
+    fn most_named(&self) -> Option<&Key> {
+        let (limit, _) = self.named.iter().rev().max_by_key(|(_, count)| *count)?;
+        Some(limit)
     }
 
-    fn count(&mut self, group: &str) {
-        if let Some((_, count)) = self.named.iter_mut().find(|(known, _)| **known == *group) {
+    /// Counts an answer naming `group`, of the key `whole`; returns the limit's key.
+    fn count(&mut self, whole: &Key, group: &str) -> Key {
+        let known = self
+            .named
+            .iter_mut()
+            .find(|(limit, _)| limit.limit_name() == Some(group));
+        if let Some((limit, count)) = known {
             *count += 1;
-        } else if self.named.len() < MOST_GROUPS {
-            self.named.push((Box::from(group), 1));
+            return limit.clone();
         }
+        let limit = whole.within(group);
+        if self.named.len() < MOST_GROUPS {
+            self.named.push((limit.clone(), 1));
+        }
+        limit
     }
 }
 
@@ -71,35 +81,31 @@ impl Routes {
         }
         let table = self.lock();
         let routes = table.by_key.get(key)?;
-        let group = match routes.routes.get(route) {
-            Some(group) => group,
-            None => routes.most_named()?,
-        };
-        Some(key.within(group))
+        routes
+            .routes
+            .get(route)
+            .or_else(|| routes.most_named())
+            .cloned()
     }
 
     /// Remembers that requests on `route` of `key` count against `group`.
     pub(super) fn learn(&self, key: &Key, route: &str, group: &str) {
         let mut table = self.lock();
         let Table { by_key, len } = &mut *table;
-        if let Some(routes) = by_key.get_mut(key) {
-            routes.count(group);
-            if let Some(known) = routes.routes.get_mut(route) {
-                if **known != *group {
-                    *known = Box::from(group);
-                }
-                return;
-            }
-        }
-        if *len >= MOST_ROUTES {
+        let known_key = by_key.contains_key(key);
+        if !known_key && *len >= MOST_ROUTES {
             return;
         }
         let routes = by_key.entry(key.clone()).or_default();
-        if routes.named.is_empty() {
-            routes.count(group);
+        let limit = routes.count(key, group);
+        if let Some(known) = routes.routes.get_mut(route) {
+            *known = limit;
+            return;
         }
-        routes.routes.insert(Box::from(route), Box::from(group));
-        *len += 1;
+        if *len < MOST_ROUTES {
+            routes.routes.insert(Box::from(route), limit);
+            *len += 1;
+        }
         self.any.store(true, Ordering::Relaxed);
     }
 
