@@ -2,7 +2,9 @@
 //!
 //! Two responses, each with the headers a real server sends beside the rate-limit ones:
 //! - `draft8`: a 429 with the draft 08 pair, `Retry-After` and `Date`;
-//! - `github`: a 200 with GitHub's `x-ratelimit-*` set and `Date`.
+//! - `github`: a 200 with GitHub's `x-ratelimit-*` set and `Date`;
+//! - `none`: a 200 with no rate-limit field, as most responses are;
+//! - `openai` and `anthropic`: a 200 with each vendor's request and token meters.
 //!
 //! Run: `cargo bench --bench parse`. Target: under 1 µs per response.
 //!
@@ -49,6 +51,23 @@ fn parse(c: &mut Criterion) {
         ("x-ratelimit-reset", "1700003600"),
         ("x-ratelimit-resource", "core"),
     ]);
+    let none = response(&[]);
+    let openai = response(&[
+        ("x-ratelimit-limit-requests", "10000"),
+        ("x-ratelimit-remaining-requests", "9999"),
+        ("x-ratelimit-reset-requests", "6ms"),
+        ("x-ratelimit-limit-tokens", "2000000"),
+        ("x-ratelimit-remaining-tokens", "1999984"),
+        ("x-ratelimit-reset-tokens", "1m30s"),
+    ]);
+    let anthropic = response(&[
+        ("anthropic-ratelimit-requests-limit", "50"),
+        ("anthropic-ratelimit-requests-remaining", "49"),
+        ("anthropic-ratelimit-requests-reset", "2023-11-14T22:13:50Z"),
+        ("anthropic-ratelimit-tokens-limit", "40000"),
+        ("anthropic-ratelimit-tokens-remaining", "39000"),
+        ("anthropic-ratelimit-tokens-reset", "2023-11-14T22:13:21.5Z"),
+    ]);
     let mut group = c.benchmark_group("parse");
     group.bench_function("draft8", |b| {
         b.iter(|| RateLimitInfo::from_headers(black_box(&draft8), received))
@@ -56,6 +75,15 @@ fn parse(c: &mut Criterion) {
     group.bench_function("github", |b| {
         b.iter(|| RateLimitInfo::from_headers(black_box(&github), received))
     });
+    for (label, headers) in [
+        ("none", &none),
+        ("openai", &openai),
+        ("anthropic", &anthropic),
+    ] {
+        group.bench_function(label, |b| {
+            b.iter(|| RateLimitInfo::from_headers(black_box(headers), received))
+        });
+    }
     group.finish();
 }
 
