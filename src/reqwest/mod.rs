@@ -5,7 +5,7 @@
 //! engine, key, gates, policy, budgets and settings as the services the layer makes, so one
 //! configuration serves a hyper stack and a reqwest client, and the two share their gates (a
 //! 429 seen by either holds the key's calls in both). Each call runs the layer's own
-//! [`ResponseFuture`](crate::ResponseFuture) over the rest of the middleware chain: every
+//! [`ResponseFuture`] over the rest of the middleware chain: every
 //! attempt is one `Next::run`.
 //!
 //! What a reqwest user gets:
