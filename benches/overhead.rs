@@ -8,8 +8,12 @@
 //!   least 0.98.
 //! - `loopback_plain/*`: the same against a server that sends no rate-limit headers: what the
 //!   layer costs before reading any (the request kept for a retry, the key, the gate).
+//! - With the `reqwest` feature, `reqwest_call/*` and `reqwest_loopback/*`: the same two
+//!   measures for a reqwest client, bare (a `reqwest-middleware` chain without the layer) and
+//!   with `RateLimitLayer::middleware`; per call, the chain ends in a middleware that answers
+//!   at once.
 //!
-//! Run: `cargo bench --bench overhead`.
+//! Run: `cargo bench --bench overhead` (`--features reqwest` for the reqwest cases).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -206,5 +210,137 @@ fn compare(
     group.finish();
 }
 
+/// The reqwest cases: the layer as middleware, beside a chain without it.
+#[cfg(feature = "reqwest")]
+mod reqwest_client {
+    use super::*;
+    use reqwest_middleware::{ClientBuilder, ClientWithMiddleware, Middleware, Next};
+
+    /// The end of a chain that answers at once with `headers`, sending nothing.
+    struct Answering(&'static [(&'static str, &'static str)]);
+
+    #[async_trait::async_trait]
+    impl Middleware for Answering {
+        async fn handle(
+            &self,
+            _request: reqwest::Request,
+            _extensions: &mut http::Extensions,
+            _next: Next<'_>,
+        ) -> reqwest_middleware::Result<reqwest::Response> {
+            let mut response = Response::new("");
+            for (name, value) in self.0 {
+                response
+                    .headers_mut()
+                    .insert(*name, http::HeaderValue::from_static(value));
+            }
+            Ok(reqwest::Response::from(response))
+        }
+    }
+
+    fn request(url: &reqwest::Url) -> reqwest::Request {
+        let mut request = reqwest::Request::new(http::Method::POST, url.clone());
+        let headers = request.headers_mut();
+        headers.insert("content-type", "application/json".parse().unwrap());
+        headers.insert("authorization", "Bearer 0123456789abcdef".parse().unwrap());
+        *request.body_mut() = Some(reqwest::Body::from(&b"{\"name\":\"x\"}"[..]));
+        request
+    }
+
+    pub(super) fn per_call(c: &mut Criterion) {
+        let realistic: &'static [(&str, &str)] = &[
+            ("content-type", "application/json"),
+            ("date", "Tue, 14 Nov 2023 22:13:20 GMT"),
+            ("ratelimit-policy", r#""default";q=100;w=60"#),
+            ("ratelimit", r#""default";r=99;t=60"#),
+        ];
+        let url: reqwest::Url = "http://api.test/v1/items".parse().unwrap();
+        let mut group = c.benchmark_group("reqwest_call");
+        for (name, headers) in [("no_headers", &[][..]), ("ratelimit_headers", realistic)] {
+            let bare = ClientBuilder::new(reqwest::Client::new())
+                .with(Answering(headers))
+                .build();
+            group.bench_function(format!("bare/{name}"), |b| {
+                b.iter(|| now(bare.execute(black_box(request(&url)))).unwrap())
+            });
+            let layered = ClientBuilder::new(reqwest::Client::new())
+                .with(RateLimitLayer::new().middleware())
+                .with(Answering(headers))
+                .build();
+            group.bench_function(format!("layer/{name}"), |b| {
+                b.iter(|| now(layered.execute(black_box(request(&url)))).unwrap())
+            });
+        }
+        group.finish();
+    }
+
+    async fn wave(client: &ClientWithMiddleware, url: &str, concurrency: usize) {
+        let calls = (0..concurrency).map(|_| async move {
+            let response = client.get(url).send().await.unwrap();
+            response.bytes().await.unwrap();
+        });
+        futures_util::future::join_all(calls).await;
+    }
+
+    /// As `super::alternating`, for reqwest clients.
+    async fn alternating(
+        measured: &ClientWithMiddleware,
+        other: &ClientWithMiddleware,
+        url: &str,
+        concurrency: usize,
+        batches: u64,
+    ) -> Duration {
+        let mut elapsed = Duration::ZERO;
+        for _ in 0..batches {
+            let start = std::time::Instant::now();
+            for _ in 0..BATCH / concurrency {
+                wave(measured, url, concurrency).await;
+            }
+            elapsed += start.elapsed();
+            for _ in 0..BATCH / concurrency {
+                wave(other, url, concurrency).await;
+            }
+        }
+        elapsed
+    }
+
+    pub(super) fn loopback(c: &mut Criterion) {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let address = runtime.block_on(serve(true));
+        let url = format!("http://{address}/");
+        // One connection pool under both, as `compare` shares one hyper-util client.
+        let client = reqwest::Client::new();
+        let bare = ClientBuilder::new(client.clone()).build();
+        let layered = ClientBuilder::new(client)
+            .with(RateLimitLayer::new().middleware())
+            .build();
+        let mut group = c.benchmark_group("reqwest_loopback");
+        group.throughput(criterion::Throughput::Elements(BATCH as u64));
+        for concurrency in [1, 8, 64] {
+            group.bench_function(format!("bare/{concurrency}"), |b| {
+                b.to_async(&runtime)
+                    .iter_custom(|batches| alternating(&bare, &layered, &url, concurrency, batches))
+            });
+            group.bench_function(format!("layer/{concurrency}"), |b| {
+                b.to_async(&runtime)
+                    .iter_custom(|batches| alternating(&layered, &bare, &url, concurrency, batches))
+            });
+        }
+        group.finish();
+    }
+}
+
+#[cfg(feature = "reqwest")]
+criterion_group!(
+    benches,
+    per_call,
+    loopback,
+    reqwest_client::per_call,
+    reqwest_client::loopback
+);
+#[cfg(not(feature = "reqwest"))]
 criterion_group!(benches, per_call, loopback);
 criterion_main!(benches);

@@ -343,11 +343,20 @@ impl<P> RateLimitLayer<P> {
     }
 }
 
+impl<P: Clone> RateLimitLayer<P> {
+    /// The policy and the settings with their floors applied: what every service (or
+    /// middleware) made from this layer runs with.
+    pub(crate) fn in_force(&self) -> (P, Arc<Config>) {
+        (self.policy.clone(), Arc::new(self.config.in_force()))
+    }
+}
+
 impl<S, P: Clone> Layer<S> for RateLimitLayer<P> {
     type Service = RateLimit<S, P>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        RateLimit::with_config(inner, self.policy.clone(), Arc::new(self.config.in_force()))
+        let (policy, config) = self.in_force();
+        RateLimit::with_config(inner, policy, config)
     }
 }
 

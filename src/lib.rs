@@ -34,6 +34,9 @@
 //!   (nothing sent) on any method. Overrides merge over that table.
 //! - **A body that cannot be replayed is sent once**, never retried.
 //!
+//! With the `reqwest` feature, [`RateLimitLayer::middleware`] makes the same layer a
+//! `reqwest_middleware::Middleware` for a reqwest client: see the `reqwest` module.
+//!
 //! Every wait, taken or declined, emits a `tracing` event (target `tower_retry_after`) with the
 //! key, the reason (instructed or guessed), the wait, the attempt and whether it will retry.
 //!
@@ -78,6 +81,8 @@ mod jitter;
 mod key;
 mod layer;
 pub mod policy;
+#[cfg(feature = "reqwest")]
+pub mod reqwest;
 mod service;
 mod settings;
 mod throttled;

@@ -1,0 +1,229 @@
+//! Middleware that is this layer for a reqwest client, through `reqwest-middleware` (feature
+//! `reqwest`).
+//!
+//! [`RateLimitLayer::middleware`] makes a [`RateLimitMiddleware`] from a layer: the same
+//! engine, key, gates, policy, budgets and settings as the services the layer makes, so one
+//! configuration serves a hyper stack and a reqwest client, and the two share their gates (a
+//! 429 seen by either holds the key's calls in both). Each call runs the layer's own
+//! [`ResponseFuture`] over the rest of the middleware chain: every
+//! attempt is one `Next::run`.
+//!
+//! What a reqwest user gets:
+//!
+//! - The README's table, unchanged: 429 waited out and retried on any method, 5xx retried
+//!   only for idempotent requests, connect errors (nothing was sent) on any method.
+//! - A request reqwest can clone ([`reqwest::Request::try_clone`]: a body in memory) is
+//!   retried; a streaming body is sent once.
+//! - [`RateLimitInfo`](crate::RateLimitInfo) and [`CallCost`](crate::CallCost) in the
+//!   `reqwest::Response`'s `extensions()`.
+//! - A call the layer gives up on fails with `reqwest_middleware::Error::Middleware` holding a
+//!   [`Throttled`]: [`throttled`] finds it. The chain's own errors come back as they were.
+//! - The chain's `Extensions`: each attempt starts from the caller's, and the caller gets back
+//!   those of the attempt whose response it gets.
+//!
+//! # With `reqwest-retry` and `reqwest-tracing`
+//!
+//! This middleware already retries what `reqwest-retry` would, and more safely: it waits out a
+//! `Retry-After`, which `reqwest-retry` never reads, and retries a 5xx only when the request is
+//! idempotent. Where `reqwest-retry` stays, attach it **before** this middleware (outside):
+//! then it sees only what this middleware returns, and a retry of its own goes through the
+//! key's gate, which holds it until the server's time. Attached after (inside), it would see
+//! every 429 first and resend it after its own backoff, inside the window the server named and
+//! past the gate: a second refusal by construction. Give it a strategy that leaves 429 and
+//! non-idempotent 5xx alone if it must not undo this middleware's decisions.
+//!
+//! `reqwest-tracing` goes before this middleware for one span per call, waits included, or
+//! after it for one span per request sent.
+//!
+//! # Example
+//!
+//! ```
+//! use reqwest_middleware::ClientBuilder;
+//! use tower_retry_after::{CallCost, Gates, RateLimitInfo, RateLimitLayer};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # // A stand-in for the API, on loopback: 4,999 of its 5,000 calls a minute left.
+//! # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! # let api = format!("http://{}", listener.local_addr()?);
+//! # let meters = [("ratelimit-policy", r#""minute";q=5000;w=60"#), ("ratelimit", r#""minute";r=4999;t=30"#)];
+//! # let routes = axum::Router::new().route("/user", axum::routing::get(move || async move { meters }));
+//! # tokio::spawn(async move { axum::serve(listener, routes).await });
+//! let gates = Gates::new();
+//! let layer = RateLimitLayer::new().gates(gates.clone());
+//! let client = ClientBuilder::new(reqwest::Client::new())
+//!     .with(layer.middleware())
+//!     .build();
+//!
+//! let response = client.get(format!("{api}/user")).send().await?;
+//! let info = response.extensions().get::<RateLimitInfo>().unwrap();
+//! assert_eq!(info.binding_meter().unwrap().remaining(), Some(4999));
+//! assert_eq!(response.extensions().get::<CallCost>().unwrap().attempts(), 1);
+//! # Ok(())
+//! # }
+//! ```
+
+mod convert;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::Extensions;
+use reqwest_middleware::{Middleware, Next};
+use tower_service::Service;
+
+use crate::config::Config;
+use crate::future::ResponseFuture;
+use crate::gate::Gates;
+use crate::layer::RateLimitLayer;
+use crate::policy::{Policy, StatusPolicy};
+use crate::throttled::Throttled;
+
+pub use convert::{RequestBody, ResponseBody};
+
+/// [`RateLimitLayer`] as a `reqwest_middleware::Middleware`; made by
+/// [`RateLimitLayer::middleware`]. See the [module documentation](self).
+///
+/// A policy of its own is a [`Policy<RequestBody, ResponseBody>`](Policy): the request's and
+/// response's heads are the `http` ones a policy reads for a hyper stack, so
+/// [`StatusPolicy`] and policies generic over the body types serve both.
+#[derive(Clone)]
+pub struct RateLimitMiddleware<P = StatusPolicy> {
+    policy: P,
+    config: Arc<Config>,
+}
+
+impl<P: fmt::Debug> fmt::Debug for RateLimitMiddleware<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimitMiddleware")
+            .field("policy", &self.policy)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl<P: Clone> RateLimitLayer<P> {
+    /// This layer as a `reqwest_middleware::Middleware`, for
+    /// `reqwest_middleware::ClientBuilder::with`: the same settings, policy and gates as every
+    /// service the layer makes.
+    ///
+    /// ```
+    /// use tower_retry_after::RateLimitLayer;
+    ///
+    /// let layer = RateLimitLayer::new();
+    /// let reqwest_client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+    ///     .with(layer.middleware())
+    ///     .build();
+    /// // The same layer on a hyper-util client: a 429 either sees holds both.
+    /// let hyper_client = tower::ServiceBuilder::new().layer(layer).service(
+    ///     hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+    ///         .build_http::<http_body_util::Full<bytes::Bytes>>(),
+    /// );
+    /// # let _ = (reqwest_client, hyper_client);
+    /// ```
+    pub fn middleware(&self) -> RateLimitMiddleware<P> {
+        let (policy, config) = self.in_force();
+        RateLimitMiddleware { policy, config }
+    }
+}
+
+impl<P> RateLimitMiddleware<P> {
+    /// The gates this middleware holds its calls at, to read a key's state.
+    ///
+    /// ```
+    /// use tower_retry_after::RateLimitLayer;
+    ///
+    /// let middleware = RateLimitLayer::new().middleware();
+    /// assert!(middleware.gates().is_empty());
+    /// ```
+    pub fn gates(&self) -> &Gates {
+        &self.config.gates
+    }
+}
+
+#[async_trait::async_trait]
+impl<P> Middleware for RateLimitMiddleware<P>
+where
+    P: Policy<RequestBody, ResponseBody> + Clone + Send + Sync + 'static,
+{
+    async fn handle(
+        &self,
+        request: reqwest::Request,
+        extensions: &mut Extensions,
+        next: Next<'_>,
+    ) -> reqwest_middleware::Result<reqwest::Response> {
+        // The caller's extensions are copied, not taken: a call dropped midway leaves them.
+        let request = convert::to_engine(request, extensions.clone())
+            .map_err(reqwest_middleware::Error::middleware)?;
+        let call = ResponseFuture::new(
+            Downstream { next },
+            self.policy.clone(),
+            self.config.clone(),
+            request,
+        );
+        let response = call.await.map_err(convert::to_middleware_error)?;
+        let (response, attempt_extensions) = convert::to_caller(response);
+        *extensions = attempt_extensions;
+        Ok(response)
+    }
+}
+
+/// The [`Throttled`] a call through [`RateLimitMiddleware`] failed with, if it gave up on the
+/// key's gate: found under any context a middleware around it added.
+///
+/// ```
+/// use tower_retry_after::reqwest::throttled;
+///
+/// fn wait_hint(error: &reqwest_middleware::Error) -> Option<std::time::Duration> {
+///     throttled(error).map(|throttled| throttled.retry_after())
+/// }
+/// # let _ = wait_hint;
+/// ```
+pub fn throttled(error: &reqwest_middleware::Error) -> Option<&Throttled> {
+    match error {
+        reqwest_middleware::Error::Middleware(error) => error
+            .chain()
+            .find_map(|cause| cause.downcast_ref::<Throttled>()),
+        reqwest_middleware::Error::Reqwest(_) => None,
+    }
+}
+
+/// The rest of the middleware chain (and the client under it) as the service the engine calls
+/// once an attempt.
+#[derive(Clone)]
+struct Downstream<'a> {
+    next: Next<'a>,
+}
+
+/// One attempt through the rest of the chain, borrowing it.
+type Sending<'a> = Pin<
+    Box<
+        dyn Future<Output = Result<http::Response<ResponseBody>, reqwest_middleware::Error>>
+            + Send
+            + 'a,
+    >,
+>;
+
+impl<'a> Service<http::Request<RequestBody>> for Downstream<'a> {
+    type Response = http::Response<ResponseBody>;
+    type Error = reqwest_middleware::Error;
+    type Future = Sending<'a>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        // `Next::run` takes a request at any time: reqwest's pool waits for a connection
+        // inside the call.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<RequestBody>) -> Self::Future {
+        let next = self.next.clone();
+        Box::pin(async move {
+            let (request, mut extensions) = convert::to_reqwest(request);
+            let response = next.run(request, &mut extensions).await?;
+            Ok(convert::from_reqwest(response, extensions))
+        })
+    }
+}

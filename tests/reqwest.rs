@@ -1,0 +1,413 @@
+//! The layer as reqwest middleware, end to end: a real `reqwest::Client` wrapped by
+//! `reqwest_middleware::ClientBuilder::new(client).with(layer.middleware())`, against a real
+//! hyper server on loopback that counts what it received. The clock is paused: every wait is
+//! simulated, and the server stamps arrivals with the same clock.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use http::{Method, StatusCode};
+use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
+use support::{TestServer, header};
+use tokio::time::Instant;
+use tower::{Service, ServiceBuilder, ServiceExt};
+use tower_retry_after::{CallCost, Gates, Key, RateLimitInfo, RateLimitLayer, Throttled};
+
+const SECOND: Duration = Duration::from_secs(1);
+
+/// A reqwest client with `layer` as its only middleware.
+fn client(layer: &RateLimitLayer) -> ClientWithMiddleware {
+    ClientBuilder::new(reqwest::Client::new())
+        .with(layer.middleware())
+        .build()
+}
+
+/// Returns once the gate of `server`'s origin in `gates` is closed (a 429 was read); panics if
+/// it is not within a second.
+async fn closed(gates: &Gates, server: &TestServer) {
+    let origin = Key::from_origin(&server.url("")).unwrap();
+    for _ in 0..100 {
+        if gates
+            .snapshot(&origin)
+            .and_then(|gate| gate.closed_for())
+            .is_some()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no 429 closed the gates given to the layer");
+}
+
+/// Answers `status` to the first `times` requests on a path, 200 after.
+fn fails(
+    status: u16,
+    times: usize,
+    headers: Vec<(&'static str, String)>,
+) -> impl Fn(&Method, &str, usize) -> (u16, Vec<(&'static str, String)>) {
+    move |_, _, nth| {
+        if nth < times {
+            (status, headers.clone())
+        } else {
+            (200, vec![])
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn post_and_429_is_retried_once_after_the_wait() {
+    let server = TestServer::start(fails(429, 1, vec![header("retry-after", 2)])).await;
+    let response = client(&RateLimitLayer::new())
+        .post(server.url("/capture"))
+        .body(r#"{"capture":1}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let arrivals = server.arrivals("POST", "/capture");
+    assert_eq!(arrivals.len(), 2, "the 429 and exactly one retry");
+    let gap = arrivals[1] - arrivals[0];
+    assert!(gap >= 2 * SECOND, "retried after {gap:?}");
+    assert!(gap <= 2 * SECOND + SECOND / 5, "waited {gap:?}");
+    let bodies: Vec<_> = server.received().into_iter().map(|r| r.body).collect();
+    assert_eq!(bodies[0], bodies[1], "the retry sends the same body");
+    let cost = response.extensions().get::<CallCost>().unwrap();
+    assert_eq!(cost.attempts(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn post_and_502_is_sent_exactly_once() {
+    let server = TestServer::start(fails(502, usize::MAX, vec![])).await;
+    let response = client(&RateLimitLayer::new())
+        .post(server.url("/capture"))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
+    assert_eq!(server.count("POST", "/capture"), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn get_and_503_is_retried_up_to_the_count() {
+    let server = TestServer::start(fails(503, usize::MAX, vec![])).await;
+    let response = client(&RateLimitLayer::new())
+        .get(server.url("/items"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(server.count("GET", "/items"), 4, "one and three retries");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_streaming_body_is_sent_once() {
+    let server = TestServer::start(fails(429, usize::MAX, vec![header("retry-after", 1)])).await;
+    let chunks = futures_util::stream::iter(["{\"part\":1}", "{\"part\":2}"].map(|chunk| {
+        Ok::<_, std::io::Error>(http_body::Frame::data(bytes::Bytes::from_static(
+            chunk.as_bytes(),
+        )))
+    }));
+    let body = reqwest::Body::wrap(http_body_util::StreamBody::new(chunks));
+    let response = client(&RateLimitLayer::new())
+        .post(server.url("/upload"))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(server.count("POST", "/upload"), 1);
+    assert_eq!(&server.received()[0].body[..], b"{\"part\":1}{\"part\":2}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_reading_and_the_cost_ride_on_the_reqwest_response() {
+    let server = TestServer::start(|_, _, _| {
+        let meters = vec![
+            header("ratelimit-policy", r#""minute";q=100;w=60"#),
+            header("ratelimit", r#""minute";r=99;t=30"#),
+        ];
+        (200, meters)
+    })
+    .await;
+    let url = server.url("/user");
+    let response = client(&RateLimitLayer::new())
+        .get(&url)
+        .send()
+        .await
+        .unwrap();
+    let info = response.extensions().get::<RateLimitInfo>().unwrap();
+    assert_eq!(info.binding_meter().unwrap().remaining(), Some(99));
+    assert_eq!(
+        response.extensions().get::<CallCost>().unwrap().attempts(),
+        1
+    );
+    assert_eq!(
+        response.url().as_str(),
+        url,
+        "reqwest's own fields are kept"
+    );
+    assert_eq!(response.headers()["ratelimit"], r#""minute";r=99;t=30"#);
+    assert_eq!(response.text().await.unwrap(), "{}", "the body is whole");
+}
+
+/// The second client's call, made while the first waits out a 429, waits at the same gate
+/// instead of being sent into the closed window (or refused).
+#[tokio::test(start_paused = true)]
+async fn two_clients_sharing_gates_hold_each_others_calls() {
+    let server = TestServer::start(fails(429, 1, vec![header("retry-after", 2)])).await;
+    let gates = Gates::new();
+    let first = client(&RateLimitLayer::new().gates(gates.clone()));
+    let second = client(&RateLimitLayer::new().gates(gates.clone()));
+    let refused = tokio::spawn({
+        let url = server.url("/items");
+        async move { first.post(url).send().await.unwrap() }
+    });
+    closed(&gates, &server).await;
+    let started = Instant::now();
+    let waited = second.post(server.url("/items")).send().await.unwrap();
+    assert_eq!(waited.status(), StatusCode::OK);
+    assert_eq!(refused.await.unwrap().status(), StatusCode::OK);
+    let arrivals = server.arrivals("POST", "/items");
+    assert_eq!(arrivals.len(), 3, "one refusal, the retry, the second call");
+    for later in &arrivals[1..] {
+        let after = *later - arrivals[0];
+        assert!(after >= 2 * SECOND, "sent {after:?} after the 429");
+    }
+    let cost = waited.extensions().get::<CallCost>().unwrap();
+    assert_eq!(cost.attempts(), 1, "the second call was never refused");
+    assert!(cost.waited() > SECOND, "it waited at the gate: {cost:?}");
+    assert!(started.elapsed() >= SECOND);
+}
+
+/// One layer for a hyper-util stack and a reqwest client: a 429 the hyper stack saw holds the
+/// reqwest client's call.
+#[tokio::test(start_paused = true)]
+async fn a_hyper_stack_and_a_reqwest_client_from_one_layer_share_its_gates() {
+    let server = TestServer::start(fails(429, 1, vec![header("retry-after", 2)])).await;
+    let gates = Gates::new();
+    let layer = RateLimitLayer::new().gates(gates.clone());
+    let reqwest_client = client(&layer);
+    let mut hyper_client = ServiceBuilder::new()
+        .layer(layer.clone())
+        .service(support::client::<http_body_util::Full<bytes::Bytes>>());
+    let request = http::Request::get(server.url("/items"))
+        .body(http_body_util::Full::default())
+        .unwrap();
+    let hyper_call = hyper_client.ready().await.unwrap().call(request);
+    let hyper_call = tokio::spawn(hyper_call);
+    closed(&gates, &server).await;
+    let response = reqwest_client
+        .get(server.url("/items"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(hyper_call.await.unwrap().unwrap().status(), StatusCode::OK);
+    let arrivals = server.arrivals("GET", "/items");
+    assert_eq!(arrivals.len(), 3);
+    assert!(
+        arrivals[1..]
+            .iter()
+            .all(|at| *at - arrivals[0] >= 2 * SECOND)
+    );
+}
+
+/// A call whose budget cannot cover the gate's closure fails at once, sends nothing, and the
+/// error holds `Throttled`.
+#[tokio::test(start_paused = true)]
+async fn a_closed_gate_beyond_the_budget_fails_fast_with_throttled() {
+    let server = TestServer::start(fails(429, 1, vec![header("retry-after", 50)])).await;
+    let gates = Gates::new();
+    let patient = client(&RateLimitLayer::new().gates(gates.clone()));
+    // The 50 s closure does not fit in a budget of 20 s.
+    let hasty = client(
+        &RateLimitLayer::new()
+            .gates(gates.clone())
+            .retry_after_cap(10 * SECOND)
+            .max_wait(20 * SECOND),
+    );
+    let waiting = tokio::spawn({
+        let url = server.url("/items");
+        async move { patient.get(url).send().await }
+    });
+    closed(&gates, &server).await;
+    let started = Instant::now();
+    let error = hasty.get(server.url("/items")).send().await.unwrap_err();
+    assert!(started.elapsed() < SECOND, "failed fast");
+    assert!(error.is_middleware());
+    let throttled: &Throttled = tower_retry_after::reqwest::throttled(&error).unwrap();
+    assert!(throttled.retry_after() > 40 * SECOND, "{throttled}");
+    assert_eq!(throttled.cost().attempts(), 0);
+    assert_eq!(
+        server.count("GET", "/items"),
+        1,
+        "the failed call sent nothing"
+    );
+    waiting.abort();
+}
+
+/// A connect error sent nothing, so even a POST is retried; the attempts are counted by a
+/// middleware under the layer, since no server sees them.
+#[tokio::test(start_paused = true)]
+async fn a_connect_error_is_retried_on_any_method() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(RateLimitLayer::new().middleware())
+        .with(Counting(attempts.clone()))
+        .build();
+    let error = client
+        .post(format!("http://{closed}/capture"))
+        .body("{}")
+        .send()
+        .await
+        .unwrap_err();
+    assert!(
+        error.is_connect(),
+        "the chain's own error comes back: {error}"
+    );
+    assert_eq!(attempts.load(Ordering::SeqCst), 4, "one and three retries");
+}
+
+/// Each attempt starts from the caller's extensions, not from what an earlier attempt left in
+/// them; the caller gets back those of the attempt whose response it got.
+#[tokio::test(start_paused = true)]
+async fn each_attempt_starts_from_the_callers_extensions_and_the_last_ones_come_back() {
+    let server = TestServer::start(fails(429, 1, vec![header("retry-after", 1)])).await;
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(RateLimitLayer::new().middleware())
+        .with(Counting(Arc::default()))
+        .build();
+    let mut extensions = http::Extensions::new();
+    extensions.insert(Caller);
+    let request = client
+        .post(server.url("/items"))
+        .body("{}")
+        .build()
+        .unwrap();
+    let response = client
+        .execute_with_extensions(request, &mut extensions)
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let last = Attempted {
+        number: 2,
+        saw_the_callers: true,
+        saw_an_earlier: false,
+    };
+    assert_eq!(extensions.get::<Attempted>(), Some(&last));
+    assert!(extensions.get::<Caller>().is_some());
+}
+
+/// What a caller put in the chain's extensions.
+#[derive(Clone)]
+struct Caller;
+
+/// What `Counting` leaves in the chain's extensions for the attempt it saw.
+#[derive(Clone, Debug, PartialEq)]
+struct Attempted {
+    number: usize,
+    saw_the_callers: bool,
+    saw_an_earlier: bool,
+}
+
+/// Counts the requests that pass it, and marks each in the chain's extensions.
+struct Counting(Arc<AtomicUsize>);
+
+#[async_trait::async_trait]
+impl reqwest_middleware::Middleware for Counting {
+    async fn handle(
+        &self,
+        request: reqwest::Request,
+        extensions: &mut http::Extensions,
+        next: reqwest_middleware::Next<'_>,
+    ) -> reqwest_middleware::Result<reqwest::Response> {
+        let attempted = Attempted {
+            number: self.0.fetch_add(1, Ordering::SeqCst) + 1,
+            saw_the_callers: extensions.get::<Caller>().is_some(),
+            saw_an_earlier: extensions.get::<Attempted>().is_some(),
+        };
+        extensions.insert(attempted);
+        next.run(request, extensions).await
+    }
+}
+
+/// A limiter that refuses every request for the first two seconds after the first, with
+/// `Retry-After` for what is left of them.
+async fn refusing_for_two_seconds() -> TestServer {
+    let opened = std::sync::Mutex::new(None::<Instant>);
+    TestServer::start(move |_, _, _| {
+        let now = Instant::now();
+        let opens_at = *opened.lock().unwrap().get_or_insert(now + 2 * SECOND);
+        if now < opens_at {
+            let left = (opens_at - now).as_secs_f64().ceil();
+            (429, vec![header("retry-after", left)])
+        } else {
+            (200, vec![])
+        }
+    })
+    .await
+}
+
+/// reqwest-retry with a quick backoff: what it does is visible within the window.
+fn reqwest_retry()
+-> reqwest_retry::RetryTransientMiddleware<reqwest_retry::policies::ExponentialBackoff> {
+    let backoff = reqwest_retry::policies::ExponentialBackoff::builder()
+        .retry_bounds(Duration::from_millis(100), Duration::from_millis(200))
+        .build_with_max_retries(3);
+    reqwest_retry::RetryTransientMiddleware::new_with_policy(backoff)
+}
+
+/// reqwest-retry before (outside) the layer sees only what the layer returns: the 429 is
+/// waited out once, not resent inside the window, and tracing around both changes nothing.
+#[tokio::test(start_paused = true)]
+async fn reqwest_retry_before_the_layer_does_not_resend_a_429() {
+    let server = refusing_for_two_seconds().await;
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(reqwest_tracing::TracingMiddleware::default())
+        .with(reqwest_retry())
+        .with(RateLimitLayer::new().middleware())
+        .build();
+    let response = client
+        .post(server.url("/capture"))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        server.count("POST", "/capture"),
+        2,
+        "one refusal, one retry"
+    );
+}
+
+/// The order the docs advise against: reqwest-retry after (inside) the layer resends the 429
+/// on its own backoff, inside the window the server named.
+#[tokio::test(start_paused = true)]
+async fn reqwest_retry_after_the_layer_resends_inside_the_window() {
+    let server = refusing_for_two_seconds().await;
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(RateLimitLayer::new().middleware())
+        .with(reqwest_retry())
+        .build();
+    let response = client
+        .post(server.url("/capture"))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(
+        server.count("POST", "/capture") > 2,
+        "{} sent",
+        server.count("POST", "/capture")
+    );
+}
