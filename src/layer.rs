@@ -11,7 +11,7 @@ use crate::backoff::Backoff;
 use crate::config::Config;
 use crate::gate::Gates;
 use crate::jitter::Jitter;
-use crate::key::Key;
+use crate::key::{Key, KeyFunction};
 use crate::policy::StatusPolicy;
 use crate::service::RateLimit;
 
@@ -301,7 +301,7 @@ impl<P> RateLimitLayer<P> {
     where
         F: Fn(&Parts) -> Option<Key> + Send + Sync + 'static,
     {
-        self.config.key = Arc::new(key);
+        self.config.key = KeyFunction::Custom(Arc::new(key));
         self
     }
 
