@@ -51,8 +51,9 @@ pub struct Key {
 
 #[derive(Clone)]
 enum Repr {
-    // Cloned from the request without copying: the URI's parts are reference-counted.
-    Origin(Option<Scheme>, Authority),
+    // Behind one reference count: a call's key is cloned into its tickets and compared with
+    // the gate's clone of it, and a count and a pointer are cheaper than the URI's parts.
+    Origin(Arc<Origin>),
     Named(Arc<str>),
     // Only a fingerprint of the credential: the key is printed in events and errors.
     Credential(u64),
@@ -151,7 +152,7 @@ impl Key {
             hasher.write(authority.as_str().as_bytes());
         });
         Some(Key {
-            repr: Repr::Origin(scheme, authority),
+            repr: Repr::Origin(Arc::new(Origin { scheme, authority })),
             hash,
         })
     }
@@ -160,9 +161,9 @@ impl Key {
     /// writes it (in lower case, without userinfo): [`Key::from_uri`] would give it again.
     fn is_origin(&self, scheme: Option<&Scheme>, authority: &Authority) -> bool {
         match &self.repr {
-            Repr::Origin(own_scheme, own_authority) => {
-                own_authority.as_str() == authority.as_str()
-                    && own_scheme.as_ref().map(Scheme::as_str) == scheme.map(Scheme::as_str)
+            Repr::Origin(origin) => {
+                origin.authority.as_str() == authority.as_str()
+                    && origin.scheme.as_ref().map(Scheme::as_str) == scheme.map(Scheme::as_str)
             }
             _ => false,
         }
@@ -198,6 +199,12 @@ impl Key {
             hash,
         }
     }
+}
+
+/// A key's origin: the scheme and authority of a URI, cloned from it without copying.
+struct Origin {
+    scheme: Option<Scheme>,
+    authority: Authority,
 }
 
 /// Why [`Key::from_origin`] did not take a string as an origin.
@@ -275,11 +282,11 @@ impl PartialEq for Key {
 impl PartialEq for Repr {
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
-            (Repr::Origin(scheme, authority), Repr::Origin(other_scheme, other_authority)) => {
-                let scheme = scheme.as_ref().map_or("", Scheme::as_str);
-                let other_scheme = other_scheme.as_ref().map_or("", Scheme::as_str);
-                same_text(scheme, other_scheme)
-                    && same_text(authority.as_str(), other_authority.as_str())
+            (Repr::Origin(origin), Repr::Origin(other)) => {
+                Arc::ptr_eq(origin, other)
+                    || (origin.scheme.as_ref().map(Scheme::as_str)
+                        == other.scheme.as_ref().map(Scheme::as_str)
+                        && origin.authority.as_str() == other.authority.as_str())
             }
             (Repr::Named(name), Repr::Named(other_name)) => same_text(name, other_name),
             (Repr::Credential(fingerprint), Repr::Credential(other)) => fingerprint == other,
@@ -329,8 +336,10 @@ pub(crate) type BuildKeyHasher = BuildHasherDefault<KeyHasher>;
 impl fmt::Display for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.repr {
-            Repr::Origin(Some(scheme), authority) => write!(f, "{scheme}://{authority}"),
-            Repr::Origin(None, authority) => write!(f, "{authority}"),
+            Repr::Origin(origin) => match &origin.scheme {
+                Some(scheme) => write!(f, "{scheme}://{}", origin.authority),
+                None => write!(f, "{}", origin.authority),
+            },
             Repr::Named(name) => f.write_str(name),
             Repr::Credential(fingerprint) => write!(f, "credential:{fingerprint:016x}"),
         }
@@ -574,21 +583,21 @@ mod tests {
             "a relative URI's key is not remembered"
         );
         let Some(Key {
-            repr: Repr::Origin(_, remembered),
+            repr: Repr::Origin(remembered),
             ..
         }) = by_origin.first.get()
         else {
             panic!("an origin's key is remembered");
         };
         let Some(Key {
-            repr: Repr::Origin(_, given),
+            repr: Repr::Origin(given),
             ..
         }) = by_origin.key_of(&requests[2])
         else {
             panic!("an origin's key");
         };
         assert!(
-            std::ptr::eq(remembered.as_str(), given.as_str()),
+            Arc::ptr_eq(remembered, &given),
             "the remembered key is given again, not derived"
         );
     }
