@@ -71,21 +71,21 @@ pub(crate) struct Fields<'a> {
 
 impl<'a> Fields<'a> {
     pub(crate) fn new(headers: &'a HeaderMap) -> Self {
-        let mut first = [None; NAMES];
-        let mut repeated = 0;
+        // Filled where it stands: built apart, the table of every name was copied into place.
+        let mut fields = Fields {
+            headers,
+            first: [None; NAMES],
+            repeated: 0,
+        };
         for (name, value) in headers {
             if let Some(known) = Name::of(name.as_str()) {
-                match first[known as usize] {
-                    None => first[known as usize] = Some((name, value)),
-                    Some(_) => repeated |= 1 << known as u32,
+                match fields.first[known as usize] {
+                    None => fields.first[known as usize] = Some((name, value)),
+                    Some(_) => fields.repeated |= 1 << known as u32,
                 }
             }
         }
-        Fields {
-            headers,
-            first,
-            repeated,
-        }
+        fields
     }
 
     /// Whether the response carries any of these fields.
