@@ -9,15 +9,15 @@
 //! (`cargo bench --bench instructions -- github`). The callgrind profiles stay in
 //! `target/tmp/instructions/`, to read with `callgrind_annotate --inclusive=yes FILE`.
 //!
-//! The calls are those of `cargo bench --bench overhead -- call` (`benches/calls/`): every
-//! stack on one current-thread tokio runtime, one call after the other, against a service that
-//! answers at once, so what is counted is the stacks' own work.
+//! The calls are those of `cargo bench --bench overhead -- call` (`benches/calls/`), against a
+//! service that answers at once, so what is counted is the stacks' own work. Here every stack
+//! runs on one current-thread tokio runtime, one call after the other, as a client's calls run.
 
 mod calls;
 
 use std::fmt::Debug;
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
 
@@ -30,6 +30,7 @@ use tower_retry_after::{CallCost, RateLimitInfo};
 /// The first argument of a process that runs one case, rather than driving the others.
 const RUN: &str = "run-case";
 
+/// The stacks a call goes through: the service, under the layer, under `tower::retry`.
 const STACKS: [&str; 3] = ["bare", "layer", "peer"];
 
 fn main() {
@@ -176,7 +177,7 @@ fn count_instructions(stack: &str, response: &str, calls: u64, profiles: &Path) 
 }
 
 /// The total a callgrind profile records (`totals:` or, in older profiles, `summary:`).
-fn total_of(profile: &PathBuf) -> u64 {
+fn total_of(profile: &Path) -> u64 {
     let text = std::fs::read_to_string(profile).unwrap();
     text.lines()
         .find_map(|line| {
