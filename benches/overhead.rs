@@ -1,11 +1,14 @@
 //! What the layer costs on the happy path, where nothing is retried.
 //!
-//! - `call/*`: one call through a service that answers at once, bare and under the layer
-//!   (with no rate-limit headers in the response, and with a realistic set). The difference is
-//!   the layer's per-call overhead. Target: at most 1 µs.
+//! - `call/*`: one call through a service that answers at once (`benches/calls/`), bare, under
+//!   the layer, and under `tower::retry` with a policy that reads `Retry-After` (its peer), for
+//!   a response without rate-limit headers, with draft 08 headers and `Retry-After`, and with
+//!   GitHub's five. The difference from bare is what each adds to a call; the same calls are
+//!   counted in instructions by `cargo bench --bench instructions`, which the load does not
+//!   sway.
 //! - `loopback/*`: batches of concurrent requests from a hyper-util client to a hyper server on
-//!   127.0.0.1 that answers at once, bare and under the layer. Target: layer/bare throughput at
-//!   least 0.98.
+//!   127.0.0.1 that answers at once, bare and under the layer: layer/bare throughput, for
+//!   information (on a shared machine it swings more than the layer's share of a request).
 //! - `loopback_plain/*`: the same against a server that sends no rate-limit headers: what the
 //!   layer costs before reading any (the request kept for a retry, the key, the gate).
 //! - With the `reqwest` feature, `reqwest_call/*` and `reqwest_loopback/*`: the same two
@@ -14,6 +17,8 @@
 //!   at once.
 //!
 //! Run: `cargo bench --bench overhead` (`--features reqwest` for the reqwest cases).
+
+mod calls;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -25,7 +30,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
 use http::{Request, Response};
-use http_body_util::{BodyExt, Empty, Full};
+use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -41,45 +46,20 @@ fn now<F: Future>(future: F) -> F::Output {
     }
 }
 
-fn answering(
-    headers: &'static [(&'static str, &'static str)],
-) -> impl Service<Request<Full<Bytes>>, Response = Response<Empty<Bytes>>, Error = Infallible> + Clone
-{
-    tower::service_fn(move |_request: Request<Full<Bytes>>| {
-        let mut response = Response::new(Empty::new());
-        for (name, value) in headers {
-            response
-                .headers_mut()
-                .insert(*name, http::HeaderValue::from_static(value));
-        }
-        std::future::ready(Ok(response))
-    })
-}
-
-fn request() -> Request<Full<Bytes>> {
-    Request::post("http://api.test/v1/items")
-        .header("content-type", "application/json")
-        .header("authorization", "Bearer 0123456789abcdef")
-        .body(Full::new(Bytes::from_static(b"{\"name\":\"x\"}")))
-        .unwrap()
-}
-
 fn per_call(c: &mut Criterion) {
-    let realistic: &[(&str, &str)] = &[
-        ("content-type", "application/json"),
-        ("date", "Tue, 14 Nov 2023 22:13:20 GMT"),
-        ("ratelimit-policy", r#""default";q=100;w=60"#),
-        ("ratelimit", r#""default";r=99;t=60"#),
-    ];
     let mut group = c.benchmark_group("call");
-    for (name, headers) in [("no_headers", &[][..]), ("ratelimit_headers", realistic)] {
-        let mut bare = answering(headers);
+    for (name, headers) in calls::RESPONSES {
+        let mut bare = calls::answering(headers);
         group.bench_function(format!("bare/{name}"), |b| {
-            b.iter(|| now(bare.call(black_box(request()))))
+            b.iter(|| now(bare.call(black_box(calls::request()))))
         });
-        let mut layered = tower::Layer::layer(&RateLimitLayer::new(), answering(headers));
+        let mut layered = calls::layer(calls::answering(headers));
         group.bench_function(format!("layer/{name}"), |b| {
-            b.iter(|| now(layered.call(black_box(request()))))
+            b.iter(|| now(layered.call(black_box(calls::request()))))
+        });
+        let mut peer = calls::peer(calls::answering(headers));
+        group.bench_function(format!("peer/{name}"), |b| {
+            b.iter(|| now(peer.call(black_box(calls::request()))))
         });
     }
     group.finish();

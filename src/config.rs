@@ -9,7 +9,7 @@ use http::request::Parts;
 use crate::gate::Gates;
 use crate::headers::ReadHeaders;
 use crate::jitter::{Draws, Jitter};
-use crate::key::{Key, KeyFn, by_origin};
+use crate::key::{Key, KeyFunction};
 use crate::settings::Settings;
 
 /// One layer's configuration.
@@ -17,7 +17,7 @@ use crate::settings::Settings;
 pub(crate) struct Config {
     pub(crate) settings: Settings,
     pub(crate) gates: Gates,
-    pub(crate) key: KeyFn,
+    pub(crate) key: KeyFunction,
     pub(crate) jitter: Jitter,
     /// The user's readers of headers the crate does not read itself.
     pub(crate) readers: Vec<Arc<dyn ReadHeaders>>,
@@ -28,7 +28,7 @@ impl Default for Config {
         Config {
             settings: Settings::default(),
             gates: Gates::new(),
-            key: by_origin(),
+            key: KeyFunction::default(),
             jitter: Jitter::Random,
             readers: Vec::new(),
         }
@@ -48,7 +48,7 @@ impl Config {
     /// so, or the layer only observes (it then neither waits nor blocks a later call).
     pub(crate) fn key_of(&self, request: &Parts) -> Option<Key> {
         if self.settings.retry_on_rate_limit {
-            (self.key)(request)
+            self.key.key_of(request)
         } else {
             None
         }

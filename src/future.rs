@@ -337,7 +337,13 @@ where
         let seen = Attempt::new(self.request, Outcome::of(&outcome), attempt);
         let action = self.policy.classify(&seen);
         let answer = said.as_ref().map_or_else(Answer::default, Said::answer);
-        let unit = self.draws.unit();
+        // The jitter's draw, only where a wait may follow: a response the policy returns that
+        // was not a refusal ends the call and closes no gate, and most calls end so.
+        let unit = if action == Action::Return && !answer.refused {
+            0.0
+        } else {
+            self.draws.unit()
+        };
         let decision = (action != Action::Return).then(|| {
             self.budget
                 .decide(action, answer.instruction, settings, unit)

@@ -51,8 +51,9 @@ pub struct Key {
 
 #[derive(Clone)]
 enum Repr {
-    // Cloned from the request without copying: the URI's parts are reference-counted.
-    Origin(Option<Scheme>, Authority),
+    // Behind one reference count: a call's key is cloned into its tickets and compared with
+    // the gate's clone of it, and a count and a pointer are cheaper than the URI's parts.
+    Origin(Arc<Origin>),
     Named(Arc<str>),
     // Only a fingerprint of the credential: the key is printed in events and errors.
     Credential(u64),
@@ -153,9 +154,21 @@ impl Key {
             hasher.write(authority.as_str().as_bytes());
         });
         Some(Key {
-            repr: Repr::Origin(scheme, authority),
+            repr: Repr::Origin(Arc::new(Origin { scheme, authority })),
             hash,
         })
+    }
+
+    /// Whether this is the key of the origin `scheme://authority` written exactly as its key
+    /// writes it (in lower case, without userinfo): [`Key::from_uri`] would give it again.
+    fn is_origin(&self, scheme: Option<&Scheme>, authority: &Authority) -> bool {
+        match &self.repr {
+            Repr::Origin(origin) => {
+                origin.authority.as_str() == authority.as_str()
+                    && origin.scheme.as_ref().map(Scheme::as_str) == scheme.map(Scheme::as_str)
+            }
+            _ => false,
+        }
     }
 
     /// A key of your own naming, shown as written in events and errors: name a credential
@@ -225,6 +238,12 @@ impl Key {
             _ => None,
         }
     }
+}
+
+/// A key's origin: the scheme and authority of a URI, cloned from it without copying.
+struct Origin {
+    scheme: Option<Scheme>,
+    authority: Authority,
 }
 
 /// Why [`Key::from_origin`] did not take a string as an origin.
@@ -302,11 +321,13 @@ impl PartialEq for Key {
 impl PartialEq for Repr {
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
-            (Repr::Origin(scheme, authority), Repr::Origin(other_scheme, other_authority)) => {
-                scheme.as_ref().map(Scheme::as_str) == other_scheme.as_ref().map(Scheme::as_str)
-                    && authority.as_str() == other_authority.as_str()
+            (Repr::Origin(origin), Repr::Origin(other)) => {
+                Arc::ptr_eq(origin, other)
+                    || (origin.scheme.as_ref().map(Scheme::as_str)
+                        == other.scheme.as_ref().map(Scheme::as_str)
+                        && origin.authority.as_str() == other.authority.as_str())
             }
-            (Repr::Named(name), Repr::Named(other_name)) => name == other_name,
+            (Repr::Named(name), Repr::Named(other_name)) => same_text(name, other_name),
             (Repr::Credential(fingerprint), Repr::Credential(other)) => fingerprint == other,
             (Repr::Group(group), Repr::Group(other)) => group == other,
             _ => false,
@@ -315,6 +336,12 @@ impl PartialEq for Repr {
 }
 
 impl Eq for Key {}
+
+/// Whether two texts are equal, without reading them when they are one text: a key and its
+/// clones share theirs, and every call's key is compared with the gate's clone of it.
+fn same_text(text: &str, other: &str) -> bool {
+    std::ptr::eq(text, other) || text == other
+}
 
 impl Hash for Key {
     fn hash<H: Hasher>(&self, state: &mut H) {
@@ -349,8 +376,10 @@ pub(crate) type BuildKeyHasher = BuildHasherDefault<KeyHasher>;
 impl fmt::Display for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.repr {
-            Repr::Origin(Some(scheme), authority) => write!(f, "{scheme}://{authority}"),
-            Repr::Origin(None, authority) => write!(f, "{authority}"),
+            Repr::Origin(origin) => match &origin.scheme {
+                Some(scheme) => write!(f, "{scheme}://{}", origin.authority),
+                None => write!(f, "{}", origin.authority),
+            },
             Repr::Named(name) => f.write_str(name),
             Repr::Credential(fingerprint) => write!(f, "credential:{fingerprint:016x}"),
             Repr::Group(group) => write!(f, "{} [{}]", group.0, group.1),
@@ -364,12 +393,60 @@ impl fmt::Debug for Key {
     }
 }
 
-/// Names the key of a request: the default is [`Key::origin`]; `None` leaves the request ungated.
+/// Names the key of a request; `None` leaves the request ungated.
+#[derive(Clone)]
+pub(crate) enum KeyFunction {
+    /// [`Key::origin`], the default.
+    Origin(ByOrigin),
+    /// A function of the layer's user.
+    Custom(KeyFn),
+}
+
+/// A key function of the layer's user.
 pub(crate) type KeyFn = Arc<dyn Fn(&Parts) -> Option<Key> + Send + Sync>;
 
-/// The default key function.
-pub(crate) fn by_origin() -> KeyFn {
-    Arc::new(Key::origin)
+impl Default for KeyFunction {
+    fn default() -> Self {
+        KeyFunction::Origin(ByOrigin::default())
+    }
+}
+
+impl KeyFunction {
+    /// The key `request` counts against.
+    pub(crate) fn key_of(&self, request: &Parts) -> Option<Key> {
+        match self {
+            KeyFunction::Origin(by_origin) => by_origin.key_of(request),
+            KeyFunction::Custom(key) => key(request),
+        }
+    }
+}
+
+/// [`Key::origin`], remembering the key of the first origin it named.
+///
+/// Most clients call one origin, and deriving its key for every call (its case checked, its
+/// userinfo looked for, its bytes hashed under the process's seed) cost more than passing the
+/// gate. A request whose scheme and authority are exactly the remembered key's gets that key;
+/// any other is derived as [`Key::origin`] derives it, so the key never depends on the memo.
+#[derive(Clone, Default)]
+pub(crate) struct ByOrigin {
+    first: OnceLock<Key>,
+}
+
+impl ByOrigin {
+    fn key_of(&self, request: &Parts) -> Option<Key> {
+        let uri = &request.uri;
+        if let (Some(first), Some(authority)) = (self.first.get(), uri.authority()) {
+            if first.is_origin(uri.scheme(), authority) {
+                return Some(first.clone());
+            }
+        }
+        let key = Key::origin(request)?;
+        if uri.authority().is_some() {
+            // Only a key of the URI's own origin: a relative URI's comes from its `Host`.
+            let _ = self.first.set(key.clone());
+        }
+        Some(key)
+    }
 }
 
 #[cfg(test)]
@@ -516,6 +593,78 @@ mod tests {
         // The same in every process and build: processes sharing a store share the gate.
         assert_eq!(super::fingerprint(b""), 0xecba_3df2_c338_3c52);
         assert_eq!(super::fingerprint(b"Bearer sk"), 0x1740_2608_1642_3fa0);
+    }
+
+    #[test]
+    fn the_default_key_function_gives_every_request_its_origin_whatever_it_remembers() {
+        let by_origin = ByOrigin::default();
+        let requests = [
+            parts("/v1", Some("api.test")),
+            parts("https://api.test/v1", None),
+            parts("https://api.test/v2?page=3", None),
+            parts("http://api.test/v1", None),
+            parts("https://API.test/v1", None),
+            parts("https://alice@api.test/v1", None),
+            parts("https://api.test:8443/v1", None),
+            parts("https://api.other/v1", None),
+            parts("/v1", None),
+        ];
+        for request in &requests {
+            assert_eq!(
+                by_origin.key_of(request),
+                Key::origin(request),
+                "{}",
+                request.uri
+            );
+        }
+        let first = by_origin.first.get().map(Key::to_string);
+        assert_eq!(
+            first.as_deref(),
+            Some("https://api.test"),
+            "a relative URI's key is not remembered"
+        );
+        let Some(Key {
+            repr: Repr::Origin(remembered),
+            ..
+        }) = by_origin.first.get()
+        else {
+            panic!("an origin's key is remembered");
+        };
+        let Some(Key {
+            repr: Repr::Origin(given),
+            ..
+        }) = by_origin.key_of(&requests[2])
+        else {
+            panic!("an origin's key");
+        };
+        assert!(
+            Arc::ptr_eq(remembered, &given),
+            "the remembered key is given again, not derived"
+        );
+    }
+
+    #[test]
+    fn a_custom_key_function_is_called_for_every_request() {
+        let named = KeyFunction::Custom(Arc::new(|request: &Parts| {
+            Some(Key::named(request.uri.path()))
+        }));
+        assert_eq!(
+            named.key_of(&parts("https://api.test/v1", None)),
+            Some(Key::named("/v1"))
+        );
+        assert_eq!(
+            KeyFunction::default().key_of(&parts("https://api.test/v1", None)),
+            Key::from_origin("https://api.test").ok()
+        );
+    }
+
+    #[test]
+    fn keys_sharing_their_text_are_equal_without_reading_it_and_others_by_reading_it() {
+        assert!(same_text("api.test", "api.test"));
+        let text = String::from("api.test");
+        assert!(same_text(&text, "api.test"), "equal text elsewhere");
+        assert!(!same_text(&text, "api.tesT"));
+        assert!(!same_text(&text[..3], &text), "a prefix of the same text");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::gate::Gates;
 use crate::headers::ReadHeaders;
 use crate::jitter::Jitter;
-use crate::key::Key;
+use crate::key::{Key, KeyFunction};
 use crate::policy::StatusPolicy;
 use crate::service::RateLimit;
 
@@ -302,7 +302,7 @@ impl<P> RateLimitLayer<P> {
     where
         F: Fn(&Parts) -> Option<Key> + Send + Sync + 'static,
     {
-        self.config.key = Arc::new(key);
+        self.config.key = KeyFunction::Custom(Arc::new(key));
         self
     }
 

@@ -142,24 +142,23 @@ pub(crate) struct Fields<'a> {
 
 impl<'a> Fields<'a> {
     pub(crate) fn new(headers: &'a HeaderMap) -> Self {
-        let mut first = [None; NAMES];
-        let mut present = 0;
-        let mut repeated = 0;
+        // Filled where it stands: built apart, the table of every name was copied into place.
+        let mut fields = Fields {
+            headers,
+            first: [None; NAMES],
+            present: 0,
+            repeated: 0,
+        };
         for (name, value) in headers {
             if let Some(known) = Name::of(name.as_str()) {
-                match first[known as usize] {
-                    None => first[known as usize] = Some(value),
-                    Some(_) => repeated |= known.bit(),
+                match fields.first[known as usize] {
+                    None => fields.first[known as usize] = Some(value),
+                    Some(_) => fields.repeated |= known.bit(),
                 }
-                present |= known.bit();
+                fields.present |= known.bit();
             }
         }
-        Fields {
-            headers,
-            first,
-            present,
-            repeated,
-        }
+        fields
     }
 
     /// Whether the response carries any of these fields.

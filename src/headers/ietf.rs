@@ -36,6 +36,13 @@ const FIELDS: &[Name] = &[
     Name::RateLimitReset,
 ];
 
+/// The fields of drafts 01 to 06, one figure each.
+const SPLIT_FIELDS: &[Name] = &[
+    Name::RateLimitLimit,
+    Name::RateLimitRemaining,
+    Name::RateLimitReset,
+];
+
 /// Bare-integer limits with their windows (drafts 01 to 07), held inline: a response names few.
 type Policies = SmallVec<[(u64, Option<u64>); 4]>;
 
@@ -47,28 +54,8 @@ pub(crate) fn read<'a>(fields: &Fields<'a>, clock: &ResponseClock, readings: &mu
     }
     let mut current = Reading::default();
     let mut policies = Policies::new();
-
-    for (limit, window) in integers(fields, Name::RateLimitLimit) {
-        match window {
-            // Drafts 01 to 03 list the policies after the current limit.
-            Some(_) => policies.push((limit, window)),
-            None => current.merge(Reading {
-                limit: Some(limit),
-                ..Reading::default()
-            }),
-        }
-    }
-    for (remaining, _) in integers(fields, Name::RateLimitRemaining) {
-        current.merge(Reading {
-            remaining: Some(remaining),
-            ..Reading::default()
-        });
-    }
-    for (reset, _) in integers(fields, Name::RateLimitReset) {
-        current.merge(Reading {
-            reset: Some(countdown(reset, clock)),
-            ..Reading::default()
-        });
+    if fields.has_any(SPLIT_FIELDS) {
+        read_split_fields(fields, clock, &mut current, &mut policies);
     }
 
     let ratelimit_field = fields.combined(Name::RateLimit);
@@ -129,6 +116,39 @@ pub(super) fn named<'a>(
             ..Reading::default()
         };
         named.add(readings, name, report);
+    }
+}
+
+/// Folds the figures of drafts 01 to 06's `RateLimit-Limit`, `-Remaining` and `-Reset` into
+/// the `current` window, and the policies listed after the current limit into `policies`.
+/// Asked only of a response that carries one of them: most use a later draft or none.
+fn read_split_fields(
+    fields: &Fields<'_>,
+    clock: &ResponseClock,
+    current: &mut Reading<'_>,
+    policies: &mut Policies,
+) {
+    for (limit, window) in integers(fields, Name::RateLimitLimit) {
+        match window {
+            // Drafts 01 to 03 list the policies after the current limit.
+            Some(_) => policies.push((limit, window)),
+            None => current.merge(Reading {
+                limit: Some(limit),
+                ..Reading::default()
+            }),
+        }
+    }
+    for (remaining, _) in integers(fields, Name::RateLimitRemaining) {
+        current.merge(Reading {
+            remaining: Some(remaining),
+            ..Reading::default()
+        });
+    }
+    for (reset, _) in integers(fields, Name::RateLimitReset) {
+        current.merge(Reading {
+            reset: Some(countdown(reset, clock)),
+            ..Reading::default()
+        });
     }
 }
 
