@@ -369,7 +369,12 @@ where
                     closure(answer, decision.as_ref(), settings, unit).map(|wait| after(now, wait));
                 let mut report = said.report(closed_until);
                 if let Some(gate) = self.gate.as_ref() {
-                    report = gate.learn_limit(self.request.uri.path(), &said, report, now);
+                    if said.names_a_limit() {
+                        gate.learn_limit(self.request.uri.path(), &said, &mut report, now);
+                    }
+                    if let Some(tokens) = said.tokens() {
+                        gate.take_tokens(tokens, now);
+                    }
                 }
                 pass.answered(report, now, retry)
             }

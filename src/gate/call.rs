@@ -12,6 +12,7 @@ use super::answer::{Admission, Arrival};
 use super::quota::Quota;
 use super::release::Pace;
 use super::report::Report;
+use super::routes::Known;
 use super::state::Gate;
 use super::terms::Terms;
 use super::ticket::{Pass, Place};
@@ -30,11 +31,20 @@ pub(crate) struct Call {
     gates: Gates,
     /// The gate's key: the request's key, or the limit of it its route counts against.
     key: Key,
-    /// The request's key, where `key` is one of its limits: a closure of it holds every one.
+    /// What only some calls have: boxed, to keep the call small for the rest.
+    rare: Option<Box<Rare>>,
+    terms: Terms,
+}
+
+/// What a call may have beyond its key.
+struct Rare {
+    /// The request's key, where the call's key is one of its limits: a closure of it holds
+    /// every one.
     whole: Option<Key>,
+    /// How the limit the call is gated by was known.
+    known: Option<Known>,
     /// What the call spends of the key's token meters, where it declares it.
     cost: Option<TokenCost>,
-    terms: Terms,
 }
 
 /// What a call meets at the gate.
@@ -64,59 +74,74 @@ impl Call {
             slow_start: settings.respect_remaining && settings.slow_start,
             learned: settings.respect_remaining && settings.learn_limits,
         };
-        match gates.routes.refine(&key, route) {
-            Some(limit) => Call {
-                gates,
-                key: limit,
-                whole: Some(key),
-                cost,
-                terms,
-            },
-            None => Call {
-                gates,
-                key,
-                whole: None,
-                cost,
-                terms,
-            },
+        let (key, whole, known) = match gates.routes.refine(&key, route) {
+            Some((limit, known)) => (limit, Some(key), Some(known)),
+            None => (key, None, None),
+        };
+        let rare =
+            (whole.is_some() || cost.is_some()).then(|| Box::new(Rare { whole, known, cost }));
+        Call {
+            gates,
+            key,
+            rare,
+            terms,
         }
     }
 
+    /// The request's key, where the call's key is one of its limits.
+    fn whole(&self) -> Option<&Key> {
+        self.rare.as_ref()?.whole.as_ref()
+    }
+
+    /// What the call spends of the key's token meters, where it declares it.
+    fn cost(&self) -> Option<TokenCost> {
+        self.rare.as_ref()?.cost
+    }
+
     /// What a response to `route` said of the limit it counted against, given `report`, what
-    /// it says to the gate; returns what the call's own gate takes of it. Later calls of that
+    /// it says to the gate, which is left as the call's own gate takes it. Later calls of that
     /// route are gated by that limit alone; an answer naming another limit than the call was
     /// gated by (the route's first, or one whose limit was guessed) speaks for the limit it
     /// names, and the call's own gate only counts it back; a refusal of the whole key
     /// (`global`) holds every limit of it.
-    pub(crate) fn learn_limit(
-        &self,
-        route: &str,
-        said: &Said,
-        report: Report,
-        now: Instant,
-    ) -> Report {
+    pub(crate) fn learn_limit(&self, route: &str, said: &Said, report: &mut Report, now: Instant) {
         let registry = &self.gates.registry;
-        let whole = self.whole.as_ref().unwrap_or(&self.key);
+        let whole = self.whole().unwrap_or(&self.key);
         if said.global {
-            if self.whole.is_some() {
-                registry.lock().learn(whole, report, now, registry.capacity);
+            if self.whole().is_some() {
+                registry
+                    .lock()
+                    .learn(whole, *report, now, registry.capacity);
             }
-            return report;
+            return;
         }
         let Some(group) = &said.group else {
-            return report;
+            return;
         };
+        let own_limit = self.key.limit_name() == Some(&**group);
+        let route_known = self.rare.as_ref().and_then(|rare| rare.known) == Some(Known::Route);
+        if own_limit && route_known {
+            // The route's limit, as its answers said before: nothing to learn.
+            return;
+        }
         self.gates.routes.learn(whole, route, group);
-        if self.key.limit_name() == Some(&**group) {
-            return report;
+        if own_limit {
+            return;
         }
         let limit = whole.within(group);
         registry
             .lock()
-            .learn(&limit, report, now, registry.capacity);
-        Report {
+            .learn(&limit, *report, now, registry.capacity);
+        *report = Report {
             server_clock: report.server_clock,
             ..Report::default()
+        };
+    }
+
+    /// What a response said of the key's token meters.
+    pub(crate) fn take_tokens(&self, reported: &TokenMeters, now: Instant) {
+        if let Some(gate) = self.gates.registry.lock().gates.get_mut(&self.key) {
+            gate.take_tokens(reported, now);
         }
     }
 
@@ -139,14 +164,13 @@ impl Call {
             table.learn(&self.key, report, now, registry.capacity);
         }
         if let Some(closed) = self
-            .whole
-            .as_ref()
+            .whole()
             .and_then(|whole| table.gates.get(whole)?.closed_for(now, self.terms))
         {
             return self.not_before(after(now, closed), now, budget);
         }
         if let Some(gate) = table.gates.get_mut(&self.key) {
-            if let Some(cost) = self.cost {
+            if let Some(cost) = self.cost() {
                 if let Err(reset_at) = gate.spend_tokens(cost, now) {
                     return self.not_before(reset_at, now, budget);
                 }
@@ -217,8 +241,9 @@ pub(crate) struct Said {
     pace: Option<Pace>,
     /// The server's clock, as the response's `Date` bounds it.
     server_clock: Option<ServerClock>,
-    /// The token meters within the cap, when the layer respects what remains.
-    tokens: TokenMeters,
+    /// The token meters within the cap, when the layer respects what remains and the response
+    /// has any: boxed, as most responses have none.
+    tokens: Option<Box<TokenMeters>>,
     /// The limit the request counted against, where the server keeps several for its key.
     group: Option<Box<str>>,
     /// The refusal holds every limit of the key.
@@ -254,6 +279,17 @@ impl Said {
         said
     }
 
+    /// The token meters the response reported, if any.
+    pub(crate) fn tokens(&self) -> Option<&TokenMeters> {
+        self.tokens.as_deref()
+    }
+
+    /// Whether the response named the limit it counted against, or refused for every limit:
+    /// most name neither, and have nothing to teach the key's routes.
+    pub(crate) fn names_a_limit(&self) -> bool {
+        self.group.is_some() || self.global
+    }
+
     /// What the retry's arithmetic needs of it.
     pub(crate) fn answer(&self) -> Answer {
         Answer {
@@ -287,11 +323,11 @@ impl Said {
                 .then(|| quota(info, after(now, settings.retry_after_cap)))
                 .flatten(),
             pace: pace(info, now, settings.retry_after_cap),
-            tokens: if settings.respect_remaining {
-                tokens(info, after(now, settings.retry_after_cap))
-            } else {
-                TokenMeters::default()
-            },
+            tokens: settings
+                .respect_remaining
+                .then(|| tokens(info, after(now, settings.retry_after_cap)))
+                .filter(|meters| *meters != TokenMeters::NONE)
+                .map(Box::new),
             ..Said::default()
         }
     }
@@ -306,7 +342,6 @@ impl Said {
             limit: self.quota.and_then(|(_, limit)| limit),
             pace: self.pace,
             server_clock: self.server_clock,
-            tokens: self.tokens,
         }
     }
 }

@@ -5,7 +5,6 @@ use tokio::time::Instant;
 use super::quota::Quota;
 use super::release::Pace;
 use super::time::ServerClock;
-use super::tokens::TokenMeters;
 
 /// What the server said about the key in one response.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -24,6 +23,4 @@ pub(crate) struct Report {
     pub(crate) pace: Option<Pace>,
     /// The server's clock, as the response's `Date` bounds it.
     pub(crate) server_clock: Option<ServerClock>,
-    /// The token meters within the cap.
-    pub(crate) tokens: TokenMeters,
 }

@@ -18,6 +18,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::key::{BuildKeyHasher, Key};
 
+/// How a route's limit is known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Known {
+    /// An answer on the route named it.
+    Route,
+    /// No answer on the route yet: the limit most of the key's answers named.
+    Guessed,
+}
+
 /// Routes remembered across every key.
 pub(super) const MOST_ROUTES: usize = 4_096;
 /// Limit names counted for one key.
@@ -74,18 +83,17 @@ impl KeyRoutes {
 impl Routes {
     /// The key a request on `route` counts against: `key` within its route's limit, or the
     /// limit most of the key's answers named for a route not answered yet; `None` where the
-    /// server named none.
-    pub(super) fn refine(&self, key: &Key, route: &str) -> Option<Key> {
+    /// server named none. Says which: `Known` where an answer on the route named it.
+    pub(super) fn refine(&self, key: &Key, route: &str) -> Option<(Key, Known)> {
         if !self.any.load(Ordering::Relaxed) {
             return None;
         }
         let table = self.lock();
         let routes = table.by_key.get(key)?;
-        routes
-            .routes
-            .get(route)
-            .or_else(|| routes.most_named())
-            .cloned()
+        match routes.routes.get(route) {
+            Some(limit) => Some((limit.clone(), Known::Route)),
+            None => Some((routes.most_named()?.clone(), Known::Guessed)),
+        }
     }
 
     /// Remembers that requests on `route` of `key` count against `group`.
@@ -126,14 +134,20 @@ mod tests {
         let key = Key::named("api");
         assert_eq!(routes.refine(&key, "/search"), None);
         routes.learn(&key, "/search", "search");
-        assert_eq!(routes.refine(&key, "/search"), Some(key.within("search")));
+        assert_eq!(
+            routes.refine(&key, "/search"),
+            Some((key.within("search"), Known::Route))
+        );
         assert_eq!(
             routes.refine(&Key::named("other"), "/search"),
             None,
             "another key"
         );
         routes.learn(&key, "/search", "core");
-        assert_eq!(routes.refine(&key, "/search"), Some(key.within("core")));
+        assert_eq!(
+            routes.refine(&key, "/search"),
+            Some((key.within("core"), Known::Route))
+        );
     }
 
     #[test]
@@ -141,17 +155,23 @@ mod tests {
         let routes = Routes::default();
         let key = Key::named("api");
         routes.learn(&key, "/search/code", "search");
-        assert_eq!(routes.refine(&key, "/issues/1"), Some(key.within("search")));
-        routes.learn(&key, "/user", "core");
         assert_eq!(
             routes.refine(&key, "/issues/1"),
+            Some((key.within("search"), Known::Guessed))
+        );
+        routes.learn(&key, "/user", "core");
+        assert_eq!(
+            routes.refine(&key, "/issues/1").map(|(limit, _)| limit),
             Some(key.within("search")),
             "of equals, the first named"
         );
         routes.learn(&key, "/issues/2", "core");
-        assert_eq!(routes.refine(&key, "/issues/3"), Some(key.within("core")));
         assert_eq!(
-            routes.refine(&key, "/search/code"),
+            routes.refine(&key, "/issues/3"),
+            Some((key.within("core"), Known::Guessed))
+        );
+        assert_eq!(
+            routes.refine(&key, "/search/code").map(|(limit, _)| limit),
             Some(key.within("search")),
             "a route answered keeps its own"
         );
@@ -164,15 +184,18 @@ mod tests {
         for n in 0..MOST_ROUTES + 10 {
             routes.learn(&key, &format!("/r/{n}"), &format!("b{n}"));
         }
-        let table = routes.table.lock().unwrap();
+        let table = routes.lock();
         assert_eq!(table.len, MOST_ROUTES);
         assert_eq!(table.by_key[&key].routes.len(), MOST_ROUTES);
         assert_eq!(table.by_key[&key].named.len(), MOST_GROUPS);
         drop(table);
-        assert_eq!(routes.refine(&key, "/r/0"), Some(key.within("b0")));
+        assert_eq!(
+            routes.refine(&key, "/r/1"),
+            Some((key.within("b1"), Known::Route))
+        );
         assert_eq!(
             routes.refine(&key, &format!("/r/{MOST_ROUTES}")),
-            Some(key.within("b0")),
+            Some((key.within("b0"), Known::Guessed)),
             "past the bound, the most named limit"
         );
     }

@@ -215,6 +215,11 @@ impl Gate {
         self.wake_heads();
     }
 
+    /// Takes in what a response said of the key's token meters.
+    pub(crate) fn take_tokens(&mut self, reported: &TokenMeters, now: Instant) {
+        self.tokens.take_in(*reported, now);
+    }
+
     /// Spends `cost` of the token meters, or says when the first that lacks it resets.
     pub(crate) fn spend_tokens(&mut self, cost: TokenCost, now: Instant) -> Result<(), Instant> {
         self.tokens.spend(cost, now)
@@ -310,7 +315,6 @@ impl Gate {
         if let Some(pace) = report.pace {
             self.reopening.pace(pace);
         }
-        self.tokens.take_in(report.tokens, now);
     }
 
     /// Folds in a quota reported by a request let through in `epoch`: a report from before
@@ -539,7 +543,6 @@ mod tests {
         limit: None,
         pace: None,
         server_clock: None,
-        tokens: TokenMeters::NONE,
     };
 
     /// A policy's pace of `interval`, stated for a window that lasts well beyond the test.

@@ -86,8 +86,6 @@ impl Window {
                 reset_at: clocks.instant(reset),
             }),
             pace: None,
-            // Token meters are each process's own: a fleet shares closures and quotas.
-            tokens: Default::default(),
         }
     }
 }

@@ -51,6 +51,10 @@ impl TokenMeters {
 
     /// Folds in what a response said of each meter, dropping meters whose window is over.
     pub(crate) fn take_in(&mut self, reported: TokenMeters, now: Instant) {
+        // Most keys have no token meter, and most responses report none.
+        if reported == TokenMeters::NONE && *self == TokenMeters::NONE {
+            return;
+        }
         for (known, reported) in self.0.iter_mut().zip(reported.0) {
             if known.is_some_and(|quota| quota.reset_at <= now) {
                 *known = None;

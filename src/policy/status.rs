@@ -94,7 +94,8 @@ impl StatusPolicy {
     /// override; any other response is looked up by its status.
     fn behaviour_of<ResBody>(&self, response: &Response<ResBody>) -> Behaviour {
         let status = response.status();
-        let refused_by_headers = status != StatusCode::TOO_MANY_REQUESTS
+        // Only a 403 is a refusal by its headers: other statuses skip the lookup.
+        let refused_by_headers = status == StatusCode::FORBIDDEN
             && response
                 .extensions()
                 .get::<RateLimitInfo>()
