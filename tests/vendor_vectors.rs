@@ -118,13 +118,20 @@ fn cases() -> Vec<Case> {
 }
 
 /// Zendesk joins the account meter split over three families; a Shopify bucket in the same
-/// response is not taken for its counts.
+/// response is not taken for its counts, nor is a reset read with counts of its own taken for
+/// the lone `ratelimit-reset`.
 #[test]
 fn zendesk_joins_only_its_own_account_meter() {
-    let cases = [reads(
-        "X-Rate-Limit: 700 || ratelimit-reset: 41 || X-Shopify-Shop-Api-Call-Limit: 39/40",
-        "_[t=41s]; _[l=700]; _![l=40 r=1]",
-    )];
+    let cases = [
+        reads(
+            "X-Rate-Limit: 700 || ratelimit-reset: 41 || X-Shopify-Shop-Api-Call-Limit: 39/40",
+            "_[t=41s]; _[l=700]; _![l=40 r=1]",
+        ),
+        reads(
+            "X-Rate-Limit: 700 || X-Rate-Limit-Remaining: 699 || RateLimit-Remaining: 5 || RateLimit-Reset: 30",
+            "_![r=5 t=30s]; _[l=700 r=699]",
+        ),
+    ];
     assert_cases_read_as_expected(&cases);
 }
 
