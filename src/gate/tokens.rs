@@ -197,4 +197,34 @@ mod tests {
         assert!(known.spend(TokenCost::new(51, 0), now).is_err());
         assert_eq!(known.spend(TokenCost::new(50, 0), now), Ok(()));
     }
+
+    #[test]
+    fn each_token_meter_is_spent_by_its_own_part_of_the_cost_alone() {
+        let now = Instant::now();
+        let readings = [(Unit::InputTokens, 100, 5), (Unit::OutputTokens, 100, 20)];
+        let mut known = TokenMeters::default();
+        known.take_in(meters(now, &readings), now);
+        assert_eq!(
+            known.spend(TokenCost::new(150, 0), now),
+            Err(now + 5 * SECOND),
+            "the input lacks it"
+        );
+        assert_eq!(
+            known.spend(TokenCost::new(0, 150), now),
+            Err(now + 20 * SECOND),
+            "the output lacks it"
+        );
+        assert_eq!(known.spend(TokenCost::new(100, 100), now), Ok(()));
+    }
+
+    #[test]
+    fn a_meter_is_known_until_its_reset() {
+        let now = Instant::now();
+        let mut known = TokenMeters::default();
+        assert!(!known.is_known(now));
+        known.take_in(meters(now, &[(Unit::Tokens, 0, 10)]), now);
+        assert!(known.is_known(now));
+        assert!(known.is_known(now + 10 * SECOND - Duration::from_millis(1)));
+        assert!(!known.is_known(now + 10 * SECOND), "its window is over");
+    }
 }
