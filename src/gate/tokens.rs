@@ -227,4 +227,17 @@ mod tests {
         assert!(known.is_known(now + 10 * SECOND - Duration::from_millis(1)));
         assert!(!known.is_known(now + 10 * SECOND), "its window is over");
     }
+
+    #[test]
+    fn a_report_whose_window_ends_now_leaves_the_current_meter_as_it_is() {
+        let now = Instant::now();
+        let mut known = TokenMeters::default();
+        known.take_in(meters(now, &[(Unit::Tokens, 100, 10)]), now);
+        known.take_in(meters(now, &[(Unit::Tokens, 0, 0)]), now);
+        assert_eq!(
+            known.spend(TokenCost::new(150, 0), now),
+            Err(now + 10 * SECOND),
+            "the meter of the current window still holds the call"
+        );
+    }
 }
