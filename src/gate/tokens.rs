@@ -40,11 +40,13 @@ impl TokenMeters {
     }
 
     /// Adds a reading of a meter of `unit`: of several of one unit, the one closest to
-    /// running out.
+    /// running out, and of those left alike the one that resets later, which is never early
+    /// (as the quota of requests is chosen).
     pub(crate) fn add(&mut self, unit: Unit, quota: Quota) {
         let Some(slot) = Self::slot(unit) else { return };
         let known = &mut self.0[slot];
-        if known.is_none_or(|known| quota.remaining < known.remaining) {
+        let binding = |quota: Quota| (quota.remaining, std::cmp::Reverse(quota.reset_at));
+        if known.is_none_or(|known| binding(quota) < binding(known)) {
             *known = Some(quota);
         }
     }
@@ -239,5 +241,22 @@ mod tests {
             Err(now + 10 * SECOND),
             "the meter of the current window still holds the call"
         );
+    }
+
+    #[test]
+    fn of_two_readings_of_one_unit_left_alike_the_later_reset_stands() {
+        let now = Instant::now();
+        for readings in [
+            [(Unit::Tokens, 0, 10), (Unit::Tokens, 0, 60)],
+            [(Unit::Tokens, 0, 60), (Unit::Tokens, 0, 10)],
+        ] {
+            let mut known = TokenMeters::default();
+            known.take_in(meters(now, &readings), now);
+            assert_eq!(
+                known.spend(TokenCost::new(1, 0), now),
+                Err(now + 60 * SECOND),
+                "{readings:?}"
+            );
+        }
     }
 }
