@@ -118,13 +118,90 @@ fn cases() -> Vec<Case> {
 }
 
 /// Zendesk joins the account meter split over three families; a Shopify bucket in the same
-/// response is not taken for its counts.
+/// response is not taken for its counts, nor is a reset read with counts of its own taken for
+/// the lone `ratelimit-reset`.
 #[test]
 fn zendesk_joins_only_its_own_account_meter() {
-    let cases = [reads(
-        "X-Rate-Limit: 700 || ratelimit-reset: 41 || X-Shopify-Shop-Api-Call-Limit: 39/40",
-        "_[t=41s]; _[l=700]; _![l=40 r=1]",
-    )];
+    let cases = [
+        reads(
+            "X-Rate-Limit: 700 || ratelimit-reset: 41 || X-Shopify-Shop-Api-Call-Limit: 39/40",
+            "_[t=41s]; _[l=700]; _![l=40 r=1]",
+        ),
+        reads(
+            "X-Rate-Limit: 700 || X-Rate-Limit-Remaining: 699 || RateLimit-Remaining: 5 || RateLimit-Reset: 30",
+            "_![r=5 t=30s]; _[l=700 r=699]",
+        ),
+    ];
+    assert_cases_read_as_expected(&cases);
+}
+
+/// A response naming more meters than any vendor sends keeps the first eight of each vendor's
+/// family, counted apart from the meters other readers found before it.
+#[test]
+fn a_vendor_reader_keeps_at_most_eight_meters_of_its_own() {
+    let cases = [
+        reads(
+            "x-ratelimit-remaining: 5 || anthropic-ratelimit-m1-remaining: 1 || anthropic-ratelimit-m2-remaining: 2 || anthropic-ratelimit-m3-remaining: 3 || anthropic-ratelimit-m4-remaining: 4 || anthropic-ratelimit-m5-remaining: 5 || anthropic-ratelimit-m6-remaining: 6 || anthropic-ratelimit-m7-remaining: 7 || anthropic-ratelimit-m8-remaining: 8 || anthropic-ratelimit-m9-remaining: 9",
+            "_![r=5]; m1[r=1 u=other]; m2[r=2 u=other]; m3[r=3 u=other]; m4[r=4 u=other]; m5[r=5 u=other]; m6[r=6 u=other]; m7[r=7 u=other]; m8[r=8 u=other]",
+        ),
+        reads(
+            "x-ratelimit-remaining: 5 || zendesk-ratelimit-e1: remaining=1 || zendesk-ratelimit-e2: remaining=2 || zendesk-ratelimit-e3: remaining=3 || zendesk-ratelimit-e4: remaining=4 || zendesk-ratelimit-e5: remaining=5 || zendesk-ratelimit-e6: remaining=6 || zendesk-ratelimit-e7: remaining=7 || zendesk-ratelimit-e8: remaining=8 || zendesk-ratelimit-e9: remaining=9",
+            "_[r=5]; e1![r=1]; e2[r=2]; e3[r=3]; e4[r=4]; e5[r=5]; e6[r=6]; e7[r=7]; e8[r=8]",
+        ),
+    ];
+    assert_cases_read_as_expected(&cases);
+}
+
+/// A limit's name becomes part of a key: a value that is not a short token names neither the
+/// meter nor the group, and proves nothing of the server (the 403 stays a 403).
+#[test]
+fn a_resource_or_bucket_that_is_not_a_short_token_names_nothing() {
+    let cases = [
+        reads(
+            "HTTP 403 || x-ratelimit-remaining: 0 || x-ratelimit-resource: core search",
+            "_[r=0]",
+        ),
+        reads(
+            "X-RateLimit-Remaining: 9 || X-RateLimit-Bucket: abcd/1234",
+            "_[r=9]",
+        ),
+    ];
+    assert_cases_read_as_expected(&cases);
+}
+
+/// GitLab's `RateLimit-ResetTime` is a reset of its own: read where `RateLimit-Reset` is
+/// absent, and a meter of its own where no other field gave one; a `RateLimit-Name` that is
+/// not a short token adds nothing.
+#[test]
+fn gitlab_reset_time_is_read_without_ratelimit_reset() {
+    let cases = [
+        reads(
+            "RateLimit-Remaining: 533 || RateLimit-ResetTime: Tue, 14 Nov 2023 22:14:20 GMT",
+            "_[r=533 t=60s]",
+        ),
+        reads(
+            "RateLimit-ResetTime: Tue, 14 Nov 2023 22:14:20 GMT || RateLimit-Name: throttle_authenticated_api",
+            "throttle_authenticated_api[t=60s]",
+        ),
+        reads("RateLimit-Name: throttle authenticated api", ""),
+    ];
+    assert_cases_read_as_expected(&cases);
+}
+
+/// Zendesk's endpoint meters: one per endpoint, its lines merged, after the meters other
+/// readers found; a line without an endpoint or without a figure is nothing.
+#[test]
+fn zendesk_merges_the_lines_of_one_endpoint_and_skips_the_empty() {
+    let cases = [
+        reads(
+            "x-ratelimit-remaining: 5 || zendesk-ratelimit-a: total=10 || zendesk-ratelimit-b: total=20 || zendesk-ratelimit-b: remaining=3",
+            "_[r=5]; a[l=10]; b![l=20 r=3]",
+        ),
+        reads(
+            "zendesk-ratelimit-: total=10; remaining=3 || zendesk-ratelimit-a: limit=5; left=2",
+            "",
+        ),
+    ];
     assert_cases_read_as_expected(&cases);
 }
 

@@ -513,4 +513,27 @@ mod tests {
         assert_eq!(none_allowed.meters()[0].limit(), Some(0));
         assert_eq!(pace(&none_allowed, Instant::now(), CAP), None);
     }
+
+    #[test]
+    fn a_call_waits_out_a_closure_as_long_as_its_budget_and_no_longer() {
+        let call = Call::new(
+            Gates::default(),
+            Key::named("api"),
+            "/",
+            None,
+            &Settings::default(),
+        );
+        let now = Instant::now();
+        let budget = Duration::from_secs(20);
+        assert!(matches!(
+            call.not_before(now + budget, now, budget),
+            Entered::NotBefore(until) if until == now + budget
+        ));
+        match call.not_before(now + budget + Duration::from_millis(1), now, budget) {
+            Entered::Throttled(throttled) => {
+                assert_eq!(throttled.retry_after(), budget + Duration::from_millis(1))
+            }
+            _ => panic!("a closure beyond the budget throttles the call"),
+        }
+    }
 }

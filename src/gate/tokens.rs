@@ -40,11 +40,13 @@ impl TokenMeters {
     }
 
     /// Adds a reading of a meter of `unit`: of several of one unit, the one closest to
-    /// running out.
+    /// running out, and of those left alike the one that resets later, which is never early
+    /// (as the quota of requests is chosen).
     pub(crate) fn add(&mut self, unit: Unit, quota: Quota) {
         let Some(slot) = Self::slot(unit) else { return };
         let known = &mut self.0[slot];
-        if known.is_none_or(|known| quota.remaining < known.remaining) {
+        let binding = |quota: Quota| (quota.remaining, std::cmp::Reverse(quota.reset_at));
+        if known.is_none_or(|known| binding(quota) < binding(known)) {
             *known = Some(quota);
         }
     }
@@ -200,5 +202,65 @@ mod tests {
         known.take_in(meters(now, &readings), now);
         assert!(known.spend(TokenCost::new(51, 0), now).is_err());
         assert_eq!(known.spend(TokenCost::new(50, 0), now), Ok(()));
+    }
+
+    #[test]
+    fn each_token_meter_is_spent_by_its_own_part_of_the_cost_alone() {
+        let now = Instant::now();
+        let readings = [(Unit::InputTokens, 100, 5), (Unit::OutputTokens, 100, 20)];
+        let mut known = TokenMeters::default();
+        known.take_in(meters(now, &readings), now);
+        assert_eq!(
+            known.spend(TokenCost::new(150, 0), now),
+            Err(now + 5 * SECOND),
+            "the input lacks it"
+        );
+        assert_eq!(
+            known.spend(TokenCost::new(0, 150), now),
+            Err(now + 20 * SECOND),
+            "the output lacks it"
+        );
+        assert_eq!(known.spend(TokenCost::new(100, 100), now), Ok(()));
+    }
+
+    #[test]
+    fn a_meter_is_known_until_its_reset() {
+        let now = Instant::now();
+        let mut known = TokenMeters::default();
+        assert!(!known.is_known(now));
+        known.take_in(meters(now, &[(Unit::Tokens, 0, 10)]), now);
+        assert!(known.is_known(now));
+        assert!(known.is_known(now + 10 * SECOND - Duration::from_millis(1)));
+        assert!(!known.is_known(now + 10 * SECOND), "its window is over");
+    }
+
+    #[test]
+    fn a_report_whose_window_ends_now_leaves_the_current_meter_as_it_is() {
+        let now = Instant::now();
+        let mut known = TokenMeters::default();
+        known.take_in(meters(now, &[(Unit::Tokens, 100, 10)]), now);
+        known.take_in(meters(now, &[(Unit::Tokens, 0, 0)]), now);
+        assert_eq!(
+            known.spend(TokenCost::new(150, 0), now),
+            Err(now + 10 * SECOND),
+            "the meter of the current window still holds the call"
+        );
+    }
+
+    #[test]
+    fn of_two_readings_of_one_unit_left_alike_the_later_reset_stands() {
+        let now = Instant::now();
+        for readings in [
+            [(Unit::Tokens, 0, 10), (Unit::Tokens, 0, 60)],
+            [(Unit::Tokens, 0, 60), (Unit::Tokens, 0, 10)],
+        ] {
+            let mut known = TokenMeters::default();
+            known.take_in(meters(now, &readings), now);
+            assert_eq!(
+                known.spend(TokenCost::new(1, 0), now),
+                Err(now + 60 * SECOND),
+                "{readings:?}"
+            );
+        }
     }
 }

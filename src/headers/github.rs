@@ -43,3 +43,33 @@ pub(super) fn is_group_name(name: &str) -> bool {
             .bytes()
             .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b':'))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_group_name_is_one_to_64_token_characters() {
+        for name in [
+            "core",
+            "graphql",
+            "a",
+            "throttle_authenticated_api",
+            "v4:search-1.x",
+        ] {
+            assert!(is_group_name(name), "{name:?}");
+        }
+        assert!(is_group_name(&"a".repeat(64)), "64 characters");
+        assert!(!is_group_name(&"a".repeat(65)), "65 characters");
+        for hostile in [
+            "",
+            "core search",
+            "../core",
+            "core/1",
+            "core\"",
+            "caf\u{e9}",
+        ] {
+            assert!(!is_group_name(hostile), "{hostile:?}");
+        }
+    }
+}
