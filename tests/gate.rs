@@ -851,6 +851,36 @@ fn refuses_once_then_sends(
     })
 }
 
+/// The server's policy paces the calls released after a 429: with two requests a 10 s window,
+/// the waiters leave 5 s apart, not in a burst the limiter would refuse.
+#[tokio::test(start_paused = true)]
+async fn waiters_leave_a_closure_at_the_pace_of_the_servers_policy() {
+    let arrivals: Arc<Mutex<Vec<Instant>>> = Arc::default();
+    let policy = &[("ratelimit-policy", r#""w";q=2;w=10"#)][..];
+    let service = refuses_once_then_sends(policy, Arc::clone(&arrivals));
+    let layer = RateLimitLayer::new().slow_start(false);
+    let first = tokio::spawn(layer.layer(service.clone()).oneshot(request("api.test")));
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let calls: Vec<_> = (0..3)
+        .map(|_| tokio::spawn(layer.layer(service.clone()).oneshot(request("api.test"))))
+        .chain([first])
+        .collect();
+    for call in calls {
+        assert_eq!(call.await.unwrap().unwrap().status(), 200);
+    }
+    let arrivals = arrivals.lock().unwrap().clone();
+    assert_eq!(arrivals.len(), 5, "one refusal, four calls sent once each");
+    let gaps: Vec<_> = arrivals[1..]
+        .windows(2)
+        .map(|pair| pair[1] - pair[0])
+        .collect();
+    assert!(
+        gaps.iter()
+            .any(|gap| *gap >= 5 * SECOND - Duration::from_millis(10)),
+        "released at the policy's pace, 5 s apart: {gaps:?}"
+    );
+}
+
 /// Hole 1: a pace drawn from a day's policy (86 400 s / 5 000 = 17 s a request) was applied
 /// to the calls released after a 429, so most of them ran out of budget; with a quota of one
 /// a day every call failed, and the pace stayed in force for calls an hour later.
