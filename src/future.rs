@@ -326,7 +326,7 @@ where
         let (outcome, said) = match result {
             Ok(mut response) => {
                 let floor = pass.as_ref().and_then(|pass| pass.server_floor(now));
-                let said = Said::read(&mut response, now, floor, self.config);
+                let said = Said::read(&mut response, now, floor, settings, &self.config.readers);
                 (Ok(response), Some(said))
             }
             Err(error) => (Err(error.into()), None),

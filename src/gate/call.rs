@@ -2,6 +2,7 @@
 //! call's pass to record. The future holds a [`Call`] and the tickets it hands out, and
 //! nothing else of the gate.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use http::Response;
@@ -19,8 +20,7 @@ use super::ticket::{Pass, Place};
 use super::time::{ServerClock, after};
 use super::tokens::TokenMeters;
 use crate::budget::Answer;
-use crate::config::Config;
-use crate::headers::{RateLimitInfo, Unit};
+use crate::headers::{RateLimitInfo, ReadHeaders, Unit};
 use crate::key::Key;
 use crate::settings::Settings;
 use crate::throttled::Throttled;
@@ -251,22 +251,17 @@ pub(crate) struct Said {
 }
 
 impl Said {
-    /// Reads `response`'s rate-limit headers, received `now` when the server's clock read at
-    /// least `floor`, and attaches the reading to it; what the gate and the retry need of it
-    /// is taken first.
+    /// Reads `response`'s rate-limit headers (with the user's `readers` after the crate's),
+    /// received `now` when the server's clock read at least `floor`, and attaches the reading
+    /// to it; what the gate and the retry need of it, under `settings`, is taken first.
     pub(crate) fn read<B>(
         response: &mut Response<B>,
         now: Instant,
         floor: Option<SystemTime>,
-        config: &Config,
+        settings: &Settings,
+        readers: &[Arc<dyn ReadHeaders>],
     ) -> Said {
-        let settings = &config.settings;
-        let info = RateLimitInfo::read(
-            response.headers(),
-            SystemTime::now(),
-            floor,
-            &config.readers,
-        );
+        let info = RateLimitInfo::read(response.headers(), SystemTime::now(), floor, readers);
         let said = Said {
             refused: info.is_refusal(response.status()) && !info.is_concurrency_limit(),
             crowded: info.is_concurrency_limit(),
