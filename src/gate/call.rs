@@ -313,14 +313,16 @@ impl Said {
             instructed_until: instruction.map(|wait| after(now, wait)),
             // A window longer than the cap is not held against later calls, as an instruction
             // over the cap is not: blocking them for an hour is worse than letting them decide.
+            // Measured from when the meters were read, as their resets are: from `now`, taken
+            // a moment before, a reset of exactly the cap would lie beyond it.
             quota: settings
                 .respect_remaining
-                .then(|| quota(info, after(now, settings.retry_after_cap)))
+                .then(|| quota(info, after(info.read_at(), settings.retry_after_cap)))
                 .flatten(),
             pace: pace(info, now, settings.retry_after_cap),
             tokens: settings
                 .respect_remaining
-                .then(|| tokens(info, after(now, settings.retry_after_cap)))
+                .then(|| tokens(info, after(info.read_at(), settings.retry_after_cap)))
                 .filter(|meters| *meters != TokenMeters::NONE)
                 .map(Box::new),
             ..Said::default()
@@ -462,6 +464,20 @@ mod tests {
         );
         let (within_a_day, _) = quota(&meters, now + Duration::from_secs(86_400)).unwrap();
         assert_eq!(within_a_day.remaining, 3);
+    }
+
+    /// The reading's instant is taken after the response's `now` (here a real millisecond
+    /// later): a spent window resetting exactly at the cap is still held.
+    #[test]
+    fn a_spent_window_resetting_exactly_at_the_cap_is_held() {
+        let now = Instant::now();
+        std::thread::sleep(Duration::from_millis(1));
+        let spent = info(&[("ratelimit", r#""m";r=0;t=60"#)]);
+        assert!(spent.read_at() > now);
+        let said = Said::of(&spent, now, &Settings::default());
+        let (quota, _) = said.quota.expect("the spent window is held");
+        assert_eq!(quota.remaining, 0);
+        assert_eq!(quota.reset_at, spent.read_at() + CAP);
     }
 
     #[test]
