@@ -46,6 +46,18 @@ async fn send(
     client.ready().await?.call(request).await
 }
 
+/// The status of a call of `method` on `path` through a clone of `client`, to await or spawn.
+fn status_of(
+    client: &Client,
+    server: &TestServer,
+    method: Method,
+    path: &str,
+) -> impl Future<Output = StatusCode> + Send + 'static {
+    let mut client = client.clone();
+    let url = server.url(path);
+    async move { send(&mut client, method, url).await.unwrap().status() }
+}
+
 /// The wall clock's second now, and `Date` for it.
 fn now_seconds() -> u64 {
     SystemTime::now()
@@ -139,11 +151,7 @@ async fn github_a_route_never_answered_is_held_by_the_spent_core_limit() {
     })
     .await;
     let client = stack(RateLimitLayer::new());
-    let call = |path: &'static str| {
-        let mut client = client.clone();
-        let url = server.url(path);
-        async move { send(&mut client, Method::POST, url).await.unwrap().status() }
-    };
+    let call = |path| status_of(&client, &server, Method::POST, path);
     assert_eq!(call("/user").await, StatusCode::OK);
     let start = Instant::now();
     let refused = tokio::spawn(call("/repos/o/r/issues/1"));
@@ -228,17 +236,9 @@ async fn github_a_spent_search_limit_does_not_hold_the_core_api() {
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     let start = Instant::now();
-    let search = tokio::spawn({
-        let mut client = client.clone();
-        let url = server.url("/search/code");
-        async move { send(&mut client, Method::GET, url).await.unwrap().status() }
-    });
+    let search = tokio::spawn(status_of(&client, &server, Method::GET, "/search/code"));
     tokio::time::sleep(SECOND).await;
-    let another_search = tokio::spawn({
-        let mut client = client.clone();
-        let url = server.url("/search/code");
-        async move { send(&mut client, Method::GET, url).await.unwrap().status() }
-    });
+    let another_search = tokio::spawn(status_of(&client, &server, Method::GET, "/search/code"));
     for _ in 0..3 {
         let mut client = client.clone();
         let response = send(&mut client, Method::GET, server.url("/user"))
@@ -306,11 +306,7 @@ async fn discord_a_bucket_429_holds_its_route_and_a_global_429_holds_every_route
     })
     .await;
     let client = stack(RateLimitLayer::new());
-    let call = |path: &'static str| {
-        let mut client = client.clone();
-        let url = server.url(path);
-        async move { send(&mut client, Method::POST, url).await.unwrap().status() }
-    };
+    let call = |path| status_of(&client, &server, Method::POST, path);
     // Each route's first answer names its bucket.
     assert_eq!(call("/channels/1/messages").await, StatusCode::OK);
     assert_eq!(call("/guilds/2").await, StatusCode::OK);
