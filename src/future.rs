@@ -31,6 +31,7 @@ use std::time::Duration;
 use http::request::Parts;
 use http::{Request, Response, response};
 use pin_project_lite::pin_project;
+use tokio::task::JoinHandle;
 use tokio::time::{Instant, Sleep};
 use tower_service::Service;
 
@@ -38,7 +39,7 @@ use crate::budget::{Answer, Budget, closure};
 use crate::config::Config;
 use crate::cost::CallCost;
 use crate::events;
-use crate::gate::{Call, Entered, Held, Pass, Place, Retry, Said, after};
+use crate::gate::{Call, Entered, Held, Pass, Place, Reservation, Retry, Said, after};
 use crate::jitter::Draws;
 use crate::policy::{Action, Attempt, BoxError, Outcome, Policy};
 use crate::throttled::Throttled;
@@ -79,6 +80,9 @@ pin_project! {
         Waiting { sleep: Timer, since: Instant, place: Place, body: B },
         // A backoff the call sleeps itself.
         Sleeping { sleep: Timer, body: B },
+        // Let through by its gate: waiting for the store shared with other processes to
+        // reserve the request (`ready`: the service was polled ready for it).
+        Reserving { reserving: JoinHandle<Option<Reservation>>, pass: Pass, body: B, ready: bool },
         // Let through: waiting for the service to take the request.
         Readying { pass: Option<Pass>, body: B },
         // The request is out.
@@ -182,10 +186,7 @@ where
                         Ok(pass) => {
                             this.budget.add_wait(now - since);
                             match this.state.as_mut().project_replace(State::Done) {
-                                StateOwned::Waiting { body, .. } => Step::Next(State::Readying {
-                                    pass: Some(pass),
-                                    body,
-                                }),
+                                StateOwned::Waiting { body, .. } => this.clear(pass, body, false),
                                 _ => continue,
                             }
                         }
@@ -203,6 +204,16 @@ where
                             ready!(sleep.as_mut().poll(cx));
                             continue;
                         }
+                    }
+                }
+                StateProj::Reserving { reserving, .. } => {
+                    // A task that failed reserved nothing: the call goes by its own gate.
+                    let answer = ready!(Pin::new(reserving).poll(cx)).ok().flatten();
+                    match this.state.as_mut().project_replace(State::Done) {
+                        StateOwned::Reserving {
+                            pass, body, ready, ..
+                        } => this.reserved(answer, pass, body, ready),
+                        _ => continue,
                     }
                 }
                 StateProj::Readying { .. } => {
@@ -245,7 +256,18 @@ where
         let Some(gate) = self.gate.as_ref() else {
             return self.go(None, body);
         };
-        match gate.enter(now, self.budget.time_left(&self.config.settings)) {
+        let entered = gate.enter(now, self.budget.time_left(&self.config.settings));
+        self.entered(entered, body, now)
+    }
+
+    /// What the attempt with `body` met at its gate at `now`, acted on.
+    fn entered(
+        &mut self,
+        entered: Entered,
+        body: B,
+        now: Instant,
+    ) -> Step<S::Future, B, S::Response> {
+        match entered {
             Entered::Admitted(pass) => self.go(Some(pass), body),
             Entered::Queued(place) => {
                 let attempt = self.budget.retries() + 1;
@@ -265,16 +287,85 @@ where
                     body,
                 })
             }
+            Entered::Held(until) => {
+                let wait = until.saturating_duration_since(now);
+                if let Some(gate) = self.gate.as_ref() {
+                    events::at_gate(gate.key(), wait, self.budget.retries() + 1, None);
+                }
+                self.budget.add_wait(wait);
+                Step::Next(State::Sleeping {
+                    sleep: Box::pin(tokio::time::sleep_until(until)),
+                    body,
+                })
+            }
+        }
+    }
+
+    /// The attempt with `body`, let through by its gate with `pass`, has what it needs before
+    /// it is sent: a reservation from the store its gates share with other processes, if they
+    /// do. `ready`: the service was polled ready for it.
+    fn clear(&mut self, pass: Pass, body: B, ready: bool) -> Step<S::Future, B, S::Response> {
+        match self.gate.as_ref().and_then(Call::reserve) {
+            Some(reserving) => Step::Next(State::Reserving {
+                reserving,
+                pass,
+                body,
+                ready,
+            }),
+            None => self.proceed(Some(pass), body, ready),
+        }
+    }
+
+    /// The store's `answer` for the attempt with `body` and `pass`: it goes, or (its gate having
+    /// learned what the store knows) sleeps until the store would let it.
+    fn reserved(
+        &mut self,
+        answer: Option<Reservation>,
+        mut pass: Pass,
+        body: B,
+        ready: bool,
+    ) -> Step<S::Future, B, S::Response> {
+        match (answer, self.gate.as_ref()) {
+            (Some(Reservation::NotBefore { until, window }), Some(gate)) => {
+                let now = Instant::now();
+                let budget = self.budget.time_left(&self.config.settings);
+                let Some(held) = gate.held(until, window, now, budget) else {
+                    return self.proceed(Some(pass), body, ready);
+                };
+                // Given back once the gate knows why: calls it wakes meet the closure.
+                drop(pass);
+                self.entered(held, body, now)
+            }
+            (Some(Reservation::Granted(ticket)), _) => {
+                pass.reserved(ticket);
+                self.proceed(Some(pass), body, ready)
+            }
+            _ => self.proceed(Some(pass), body, ready),
+        }
+    }
+
+    /// The attempt with `body` goes with `pass`: at once on a service polled `ready` for it,
+    /// otherwise once the service is ready.
+    fn proceed(
+        &mut self,
+        pass: Option<Pass>,
+        body: B,
+        ready: bool,
+    ) -> Step<S::Future, B, S::Response> {
+        if ready {
+            self.send(pass, body)
+        } else {
+            Step::Next(State::Readying { pass, body })
         }
     }
 
     /// The attempt with `body` goes through its gate, with `pass` (none if it is not gated):
     /// the first on the service the caller polled ready, a retry once its service is ready.
     fn go(&mut self, pass: Option<Pass>, body: B) -> Step<S::Future, B, S::Response> {
-        if self.budget.retries() == 0 {
-            self.send(pass, body)
-        } else {
-            Step::Next(State::Readying { pass, body })
+        let ready = self.budget.retries() == 0;
+        match pass {
+            Some(pass) => self.clear(pass, body, ready),
+            None => self.proceed(None, body, ready),
         }
     }
 

@@ -91,7 +91,10 @@ mod tokens;
 pub use backoff::Backoff;
 pub use cost::CallCost;
 pub use future::ResponseFuture;
-pub use gate::{GateSnapshot, Gates, MemoryStore, Window, WindowStore};
+pub use gate::{
+    GateSnapshot, Gates, MemoryStore, Reservation, StoreError, StoreFuture, Ticket, Window,
+    WindowStore,
+};
 pub use headers::{Figures, Found, Meter, RateLimitInfo, ReadHeaders, ResponseClock, Unit};
 pub use key::{InvalidOrigin, Key};
 pub use layer::RateLimitLayer;

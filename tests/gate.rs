@@ -11,7 +11,9 @@ use http::{Request, Response};
 use limiter::{Headers, Limiter, Model, retry_after};
 use tokio::time::Instant;
 use tower::{BoxError, Layer, Service, ServiceExt};
-use tower_retry_after::{Backoff, Gates, Key, RateLimitLayer, Throttled, Window};
+use tower_retry_after::{
+    Backoff, Gates, Key, MemoryStore, RateLimitLayer, Reservation, Throttled, Window, WindowStore,
+};
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -742,34 +744,65 @@ async fn a_guessed_closure_never_exceeds_the_cap() {
 /// Hole 5: the store kept the smallest count and the latest reset across different windows:
 /// a per-second window's zero borrowed a per-minute reset and held every process for it, or
 /// a spent window of half a second was stretched over the next whole window.
-#[test]
-fn a_shared_store_merges_quota_by_the_gates_rule() {
+#[tokio::test]
+async fn a_shared_store_merges_quota_by_the_gates_rule() {
     let now = std::time::SystemTime::now();
     let quota = |remaining, reset_in: Duration| Window {
-        closed_until: None,
         quota: Some((remaining, now + reset_in)),
+        ..Window::default()
+    };
+    // When the store holds the next call: it reserves what is left first.
+    let held_until = |reports: Vec<Window>| async move {
+        let store = MemoryStore::new();
+        let key = Key::named("api");
+        for report in reports {
+            store.merge(&key, report, None, now).await.unwrap();
+        }
+        loop {
+            match store.reserve(&key, true, now).await.unwrap() {
+                Reservation::Granted(_) => continue,
+                Reservation::NotBefore { until, .. } => break until.duration_since(now).unwrap(),
+            }
+        }
     };
     let spent_second = quota(0, 2 * SECOND);
     let minute_with_room = quota(40, 55 * SECOND);
-    for merged in [
-        spent_second.merged(minute_with_room, now),
-        minute_with_room.merged(spent_second, now),
+    for reports in [
+        vec![spent_second, minute_with_room],
+        vec![minute_with_room, spent_second],
     ] {
         assert_eq!(
-            merged.quota, spent_second.quota,
+            held_until(reports).await,
+            2 * SECOND,
             "held for the second, not the minute"
         );
     }
     let spent_instant = quota(0, SECOND / 2);
     let next_window = quota(99, 61 * SECOND);
     assert_eq!(
-        spent_instant.merged(next_window, now).quota,
-        spent_instant.quota,
+        held_until(vec![spent_instant, next_window]).await,
+        SECOND / 2,
         "the spent window holds until its own reset, no longer"
     );
-    // Within one window the lowest count stands, and a spent one keeps the reset it named.
-    let same = quota(5, 10 * SECOND).merged(quota(3, 9 * SECOND), now);
-    assert_eq!(same.quota, quota(3, 9 * SECOND).quota);
+    // Within one window the lowest count stands, and the earliest reset of a window with room.
+    let store = MemoryStore::new();
+    let key = Key::named("api");
+    store
+        .merge(&key, quota(5, 10 * SECOND), None, now)
+        .await
+        .unwrap();
+    store
+        .merge(&key, quota(3, 9 * SECOND), None, now)
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        let granted = store.reserve(&key, true, now).await.unwrap();
+        assert!(matches!(granted, Reservation::Granted(_)));
+    }
+    assert!(matches!(
+        store.reserve(&key, true, now).await.unwrap(),
+        Reservation::NotBefore { until, .. } if until == now + 9 * SECOND
+    ));
 }
 
 /// Hole 9: a closure learned from a shared store was converted to this process's clock

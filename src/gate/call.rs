@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use http::Response;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::Gates;
@@ -15,6 +16,7 @@ use super::release::Pace;
 use super::report::Report;
 use super::routes::Known;
 use super::state::Gate;
+use super::store::{Reservation, Window};
 use super::terms::Terms;
 use super::ticket::{Pass, Place};
 use super::time::{ServerClock, after};
@@ -57,6 +59,9 @@ pub(crate) enum Entered {
     Throttled(Throttled),
     /// Every limit of the key is closed until then: the call sleeps, and arrives again.
     NotBefore(Instant),
+    /// The shared store holds the call until then: it sleeps, and arrives again. Its own gate
+    /// holds the process's other calls meanwhile, so no spread is needed.
+    Held(Instant),
 }
 
 impl Call {
@@ -153,16 +158,7 @@ impl Call {
     /// The call arrives with `budget` left to wait.
     pub(crate) fn enter(&self, now: Instant, budget: Duration) -> Entered {
         let registry = &self.gates.registry;
-        // Read before the table is locked: a shared store may be slow.
-        let shared = registry
-            .store
-            .as_ref()
-            .and_then(|store| store.load(&self.key));
         let mut table = registry.lock();
-        if let Some(window) = shared {
-            let report = window.to_report(&registry.clocks());
-            table.learn(&self.key, report, now, registry.capacity);
-        }
         if let Some(closed) = self
             .whole()
             .and_then(|whole| table.gates.get(whole)?.closed_for(now, self.terms))
@@ -187,6 +183,38 @@ impl Call {
             .entry(self.key.clone())
             .or_insert_with(|| Gate::for_first_call(self.terms));
         self.arrive(gate, now, budget)
+    }
+
+    /// Asks the store the gates share with other processes, if they do, to reserve the
+    /// request this call's gate let through; the task answers `None` if the store did not
+    /// answer in time.
+    pub(crate) fn reserve(&self) -> Option<JoinHandle<Option<Reservation>>> {
+        let registry = &self.gates.registry;
+        let shared = registry.shared.as_ref()?;
+        let now = registry.clocks().wall(Instant::now());
+        shared.reserve(&self.key, self.terms.metered, now)
+    }
+
+    /// The shared store holds the call until `until`: its gate learns `window`, so that the
+    /// process's other calls wait there, and the call sleeps till then if `budget` allows.
+    /// `None`: the store named no time still to come, and the call goes by its gate alone.
+    pub(crate) fn held(
+        &self,
+        until: SystemTime,
+        window: Window,
+        now: Instant,
+        budget: Duration,
+    ) -> Option<Entered> {
+        let registry = &self.gates.registry;
+        let clocks = registry.clocks();
+        let until = Some(clocks.instant(until)).filter(|until| *until > now)?;
+        registry
+            .lock()
+            .learn(&self.key, window.to_report(&clocks), now, registry.capacity);
+        Some(match self.not_before(until, now, budget) {
+            Entered::NotBefore(until) => Entered::Held(until),
+            other => other,
+        })
     }
 
     /// The call may not go before `until`: it sleeps till then if `budget` allows.

@@ -11,17 +11,20 @@
 //! `release` (the probe and the paced reopening), told what each response said by a `report`;
 //! `registry` (every key's gate, bounded); `ticket` (what a call holds: a pass while its
 //! request is out, a place while it waits); `call` (a call's handle on its gate); `store` (what
-//! processes share); `time` (the two clocks); `snapshot` (what a caller reads).
+//! processes share, and `ledger`, the rules a store keeps them by); `shared` (how the gates ask
+//! a store, within a deadline); `time` (the two clocks); `snapshot` (what a caller reads).
 
 mod answer;
 mod call;
 mod learned;
+mod ledger;
 mod queue;
 mod quota;
 mod registry;
 mod release;
 mod report;
 mod routes;
+mod shared;
 mod snapshot;
 mod state;
 mod store;
@@ -31,12 +34,13 @@ mod time;
 mod tokens;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::time::Instant;
 
 pub(crate) use call::{Call, Entered, Said};
 pub use snapshot::GateSnapshot;
-pub use store::{MemoryStore, Window, WindowStore};
+pub use store::{MemoryStore, Reservation, StoreError, StoreFuture, Ticket, Window, WindowStore};
 pub(crate) use ticket::{Held, Pass, Place, Retry};
 pub(crate) use time::after;
 
@@ -83,7 +87,7 @@ impl std::fmt::Debug for Gates {
         f.debug_struct("Gates")
             .field("keys", &self.len())
             .field("capacity", &self.registry.capacity)
-            .field("shared", &self.registry.store.is_some())
+            .field("shared", &self.registry.shared.is_some())
             .finish()
     }
 }
@@ -112,10 +116,32 @@ impl Gates {
     }
 
     /// An empty set of gates that also shares what servers say with other processes through
-    /// `store` (see [`WindowStore`]): a closure or quota one process learns holds the others.
+    /// `store` (see [`WindowStore`]): a closure or quota one process learns holds the others,
+    /// and together they reserve no more of a window than the server reported. A call waits
+    /// at most 50 ms for the store; past that it goes by its own process's gate alone.
     pub fn with_store(store: impl WindowStore) -> Self {
+        Gates::with_store_deadline(store, shared::DEADLINE)
+    }
+
+    /// As [`with_store`](Gates::with_store), with calls waiting at most `deadline` for the
+    /// store. While the store does not answer (an outage, a slow moment), each process's gates
+    /// go by what they know alone; the store is tried again once a second, and rejoined when
+    /// it answers, and nothing it missed can bring a gate forward.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tower_retry_after::{Gates, MemoryStore, RateLimitLayer};
+    ///
+    /// let gates = Gates::with_store_deadline(MemoryStore::new(), Duration::from_millis(20));
+    /// let layer = RateLimitLayer::new().gates(gates);
+    /// # let _ = layer;
+    /// ```
+    pub fn with_store_deadline(store: impl WindowStore, deadline: Duration) -> Self {
+        let shared = shared::Shared::new(Arc::new(store), deadline);
         Gates {
-            registry: Arc::new(Registry::new(CAPACITY, Some(Arc::new(store)))),
+            registry: Arc::new(Registry::new(CAPACITY, Some(shared))),
             routes: Arc::default(),
         }
     }

@@ -4,7 +4,7 @@
 //! probe owed), and at most its capacity of them.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
 use std::time::SystemTime;
 
@@ -12,8 +12,8 @@ use tokio::time::Instant;
 
 use super::answer::Admission;
 use super::report::Report;
+use super::shared::Shared;
 use super::state::Gate;
-use super::store::WindowStore;
 use super::time::Anchor;
 use crate::key::{BuildKeyHasher, Key};
 
@@ -21,17 +21,18 @@ use crate::key::{BuildKeyHasher, Key};
 pub(super) struct Registry {
     table: Mutex<Table>,
     pub(super) capacity: usize,
-    pub(super) store: Option<Arc<dyn WindowStore>>,
+    /// The store shared with other processes, if any.
+    pub(super) shared: Option<Shared>,
     /// How the store's wall-clock times map onto the gates' clock.
     clocks: Mutex<Anchor>,
 }
 
 impl Registry {
-    pub(super) fn new(capacity: usize, store: Option<Arc<dyn WindowStore>>) -> Self {
+    pub(super) fn new(capacity: usize, shared: Option<Shared>) -> Self {
         Registry {
             table: Mutex::new(Table::default()),
             capacity: capacity.max(1),
-            store,
+            shared,
             clocks: Mutex::new(Anchor::now()),
         }
     }

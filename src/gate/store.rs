@@ -1,12 +1,17 @@
-//! What processes sharing one credential would share about a key: until when the server closed
-//! it, and the quota it last reported. Waiting calls and requests in flight stay in each
-//! process (they are local by nature); this is the part a shared store holds.
+//! What processes sharing one credential share about a key, through a store they all reach:
+//! until when the server closed it, its window's quota, and what of that quota each of them
+//! has reserved. Waiting calls stay in each process (they are local by nature). The gates ask
+//! the store off the poll path, each question within a deadline (see `shared`).
 
 use std::collections::HashMap;
+use std::fmt;
+use std::future::{Future, ready};
+use std::pin::Pin;
 use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
-use super::quota::{Quota, fold};
+use super::ledger::Ledger;
+use super::quota::Quota;
 use super::report::Report;
 use super::time::Anchor;
 use crate::key::Key;
@@ -21,9 +26,13 @@ use crate::key::Key;
 /// use tower_retry_after::Window;
 ///
 /// let now = SystemTime::now();
-/// let closed = Window { closed_until: Some(now + Duration::from_secs(10)), quota: None };
-/// let shorter = Window { closed_until: Some(now + Duration::from_secs(2)), quota: None };
-/// assert_eq!(closed.merged(shorter, now), closed, "a closure is never brought forward");
+/// let spent = Window {
+///     closed_until: None,
+///     quota: Some((0, now + Duration::from_secs(30))),
+///     limit: Some(5_000),
+/// };
+/// assert!(spent.is_current(now));
+/// assert!(!spent.is_current(now + Duration::from_secs(30)), "over at its reset");
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Window {
@@ -31,32 +40,11 @@ pub struct Window {
     pub closed_until: Option<SystemTime>,
     /// The quota left, and when its window resets.
     pub quota: Option<(u64, SystemTime)>,
+    /// The whole quota a window, where the server gave it.
+    pub limit: Option<u64>,
 }
 
 impl Window {
-    /// This window with `other` folded in, as of `now`: the later closure, and the quota by the
-    /// gates' own rule (within one window the lowest count; a report of another window does
-    /// not borrow its reset, nor lift a spent window before its reset).
-    pub fn merged(self, other: Window, now: SystemTime) -> Window {
-        let current = |quota: Option<(u64, SystemTime)>| {
-            quota
-                .filter(|(_, reset)| *reset > now)
-                .map(|(remaining, reset_at)| Quota {
-                    remaining,
-                    reset_at,
-                })
-        };
-        let quota = match (current(self.quota), current(other.quota)) {
-            (Some(known), Some(reported)) => fold(known, reported, false).or(Some(known)),
-            (known, None) => known,
-            (None, reported) => reported,
-        };
-        Window {
-            closed_until: self.closed_until.max(other.closed_until),
-            quota: quota.map(|quota| (quota.remaining, quota.reset_at)),
-        }
-    }
-
     /// Whether the window still says anything at `now`.
     pub fn is_current(&self, now: SystemTime) -> bool {
         self.closed_until.is_some_and(|until| until > now)
@@ -70,6 +58,7 @@ impl Window {
             quota: report
                 .quota
                 .map(|quota| (quota.remaining, clocks.wall(quota.reset_at))),
+            limit: report.limit,
         }
     }
 
@@ -79,7 +68,7 @@ impl Window {
             refused: false,
             closed_until: self.closed_until.map(|at| clocks.instant(at)),
             instructed_until: None,
-            limit: None,
+            limit: self.limit,
             server_clock: None,
             quota: self.quota.map(|(remaining, reset)| Quota {
                 remaining,
@@ -90,12 +79,108 @@ impl Window {
     }
 }
 
-/// Where the gates share what the server said about each key with other processes that use
-/// the same credential, so that a 429 one of them meets holds all of them.
+/// A request's place in a key's count of reservations: its answer quotes it back, so that the
+/// store counts the requests reserved after it as ones the server may not have counted yet.
 ///
-/// [`MemoryStore`] is the implementation in this crate: it shares windows between the `Gates`
-/// of one process. A store on a shared engine (Redis, say) implements the same two operations
-/// against it.
+/// # Example
+///
+/// ```
+/// use tower_retry_after::Ticket;
+///
+/// assert_eq!(Ticket::new(7).get(), 7);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Ticket(u64);
+
+impl Ticket {
+    /// The ticket numbered `number`.
+    pub fn new(number: u64) -> Self {
+        Ticket(number)
+    }
+
+    /// Its number.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+/// What a store answers a call about to be sent.
+///
+/// # Example
+///
+/// ```
+/// use std::time::{Duration, SystemTime};
+/// use tower_retry_after::{Reservation, Window};
+///
+/// let until = SystemTime::now() + Duration::from_secs(5);
+/// let held = Reservation::NotBefore {
+///     until,
+///     window: Window { closed_until: Some(until), ..Window::default() },
+/// };
+/// assert!(matches!(held, Reservation::NotBefore { .. }));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reservation {
+    /// The request may go: one unit of the window's quota is its own.
+    Granted(Ticket),
+    /// The request may not go before `until`: the key is closed, or nothing is left of its
+    /// window to reserve. `window` is what the store knows of the key, for the process's own
+    /// gate to hold its other calls by.
+    NotBefore {
+        /// When to ask again.
+        until: SystemTime,
+        /// What the store knows of the key.
+        window: Window,
+    },
+}
+
+/// Why a store could not answer. The gates then go by what their process knows alone.
+///
+/// # Example
+///
+/// ```
+/// use tower_retry_after::StoreError;
+///
+/// let error = StoreError::new("connection refused");
+/// assert_eq!(error.to_string(), "shared store: connection refused");
+/// ```
+#[derive(Debug)]
+pub struct StoreError(Box<dyn std::error::Error + Send + Sync>);
+
+impl StoreError {
+    /// An error for `cause`.
+    pub fn new(cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        StoreError(cause.into())
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "shared store: {}", self.0)
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.0)
+    }
+}
+
+/// What a store's operation returns: it runs off the gates' lock and off the poll path, as a
+/// task of its own, within the deadline the gates give it.
+pub type StoreFuture<T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'static>>;
+
+/// Where the gates share what servers say about each key with other processes that use the
+/// same credential, so that a 429 one of them meets holds all of them and together they spend
+/// no more of a window than the server reported.
+///
+/// A call the process's own gate lets through asks the store for a [`Reservation`] before it
+/// is sent: it must be answered before the request goes (within the gates' deadline, past
+/// which the call goes by its own gate alone). What a response said is merged in afterwards,
+/// and may be answered late: nothing waits for it.
+///
+/// Two implementations: [`MemoryStore`] shares between the `Gates` of one process; with the
+/// `redis` feature, `RedisStore` shares across processes and machines.
 ///
 /// # Example
 ///
@@ -109,28 +194,56 @@ impl Window {
 /// # let _ = (first, second);
 /// ```
 pub trait WindowStore: Send + Sync + 'static {
-    /// What is known about `key`'s window; `None` if nothing is current.
-    fn load(&self, key: &Key) -> Option<Window>;
+    /// Reserves one request of `key`'s window at `now` (the asking process's clock): granted
+    /// unless the key is closed or, for a call that respects the quota (`metered`), nothing of
+    /// the window is left to reserve.
+    fn reserve(&self, key: &Key, metered: bool, now: SystemTime) -> StoreFuture<Reservation>;
 
-    /// Folds `window` into what is known about `key`, as [`Window::merged`] does.
-    fn merge(&self, key: &Key, window: Window);
+    /// Folds `window`, what the answer to a request reserved with `ticket` said at `now`, into
+    /// what is known about `key`: the later closure stands; within a window the lower count.
+    fn merge(
+        &self,
+        key: &Key,
+        window: Window,
+        ticket: Option<Ticket>,
+        now: SystemTime,
+    ) -> StoreFuture<()>;
 }
 
 impl<S: WindowStore + ?Sized> WindowStore for std::sync::Arc<S> {
-    fn load(&self, key: &Key) -> Option<Window> {
-        (**self).load(key)
+    fn reserve(&self, key: &Key, metered: bool, now: SystemTime) -> StoreFuture<Reservation> {
+        (**self).reserve(key, metered, now)
     }
 
-    fn merge(&self, key: &Key, window: Window) {
-        (**self).merge(key, window);
+    fn merge(
+        &self,
+        key: &Key,
+        window: Window,
+        ticket: Option<Ticket>,
+        now: SystemTime,
+    ) -> StoreFuture<()> {
+        (**self).merge(key, window, ticket, now)
     }
 }
 
 /// A [`WindowStore`] in this process's memory, bounded like the gates: it keeps at most its
-/// capacity of keys, forgetting windows that are over first.
+/// capacity of keys, forgetting those whose windows are over first.
+///
+/// # Example
+///
+/// ```
+/// use tower_retry_after::{Key, MemoryStore, Reservation, WindowStore};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let store = MemoryStore::new();
+/// let granted = store.reserve(&Key::named("api"), true, SystemTime::now()).await.unwrap();
+/// assert!(matches!(granted, Reservation::Granted(_)));
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct MemoryStore {
-    windows: Mutex<HashMap<Key, Window>>,
+    ledgers: Mutex<HashMap<Key, Ledger>>,
     capacity: usize,
 }
 
@@ -149,35 +262,49 @@ impl MemoryStore {
     /// An empty store keeping at most `capacity` keys (at least 1).
     pub fn with_capacity(capacity: usize) -> Self {
         MemoryStore {
-            windows: Mutex::new(HashMap::new()),
+            ledgers: Mutex::new(HashMap::new()),
             capacity: capacity.max(1),
         }
+    }
+
+    /// Applies `change` to `key`'s ledger, making one if there is room (a full store first
+    /// forgets the keys whose windows are over); `None` if there is none.
+    fn with_ledger<T>(
+        &self,
+        key: &Key,
+        now: SystemTime,
+        change: impl FnOnce(&mut Ledger) -> T,
+    ) -> Option<T> {
+        let mut ledgers = self.ledgers.lock().unwrap_or_else(PoisonError::into_inner);
+        if !ledgers.contains_key(key) && ledgers.len() >= self.capacity {
+            ledgers.retain(|_, ledger| ledger.is_current(now));
+        }
+        if !ledgers.contains_key(key) && ledgers.len() >= self.capacity {
+            return None;
+        }
+        Some(change(ledgers.entry(key.clone()).or_default()))
     }
 }
 
 impl WindowStore for MemoryStore {
-    fn load(&self, key: &Key) -> Option<Window> {
-        let now = SystemTime::now();
-        let windows = self.windows.lock().unwrap_or_else(PoisonError::into_inner);
-        windows
-            .get(key)
-            .copied()
-            .filter(|window| window.is_current(now))
+    fn reserve(&self, key: &Key, metered: bool, now: SystemTime) -> StoreFuture<Reservation> {
+        let reservation = self
+            .with_ledger(key, now, |ledger| ledger.reserve(now, metered))
+            // A full store reserves nothing and holds nothing back: the process's own gate
+            // still does.
+            .unwrap_or(Reservation::Granted(Ticket::new(0)));
+        Box::pin(ready(Ok(reservation)))
     }
 
-    fn merge(&self, key: &Key, window: Window) {
-        let now = SystemTime::now();
-        let mut windows = self.windows.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(known) = windows.get_mut(key) {
-            *known = known.merged(window, now);
-            return;
-        }
-        if windows.len() >= self.capacity {
-            windows.retain(|_, window| window.is_current(now));
-        }
-        if windows.len() < self.capacity {
-            windows.insert(key.clone(), Window::default().merged(window, now));
-        }
+    fn merge(
+        &self,
+        key: &Key,
+        window: Window,
+        ticket: Option<Ticket>,
+        now: SystemTime,
+    ) -> StoreFuture<()> {
+        self.with_ledger(key, now, |ledger| ledger.merge(window, ticket, now));
+        Box::pin(ready(Ok(())))
     }
 }
 
@@ -188,57 +315,67 @@ mod tests {
 
     const SECOND: Duration = Duration::from_secs(1);
 
-    fn quota(remaining: u64, reset: SystemTime) -> Window {
+    fn spent(reset: SystemTime) -> Window {
         Window {
-            closed_until: None,
-            quota: Some((remaining, reset)),
+            quota: Some((0, reset)),
+            ..Window::default()
         }
     }
 
-    #[test]
-    fn merging_keeps_the_later_closure_and_the_lower_count() {
-        let now = SystemTime::now();
-        let window = quota(5, now + 10 * SECOND).merged(quota(7, now + 10 * SECOND), now);
-        assert_eq!(window.quota, Some((5, now + 10 * SECOND)));
-        let closed = Window {
-            closed_until: Some(now + SECOND),
-            quota: None,
-        };
-        assert_eq!(
-            window.merged(closed, now).quota,
-            window.quota,
-            "absence erases nothing"
-        );
-        assert_eq!(window.merged(closed, now).closed_until, Some(now + SECOND));
+    async fn reserve(store: &MemoryStore, name: &str) -> Reservation {
+        store
+            .reserve(&Key::named(name), true, SystemTime::now())
+            .await
+            .unwrap()
     }
 
-    #[test]
-    fn a_new_quota_window_replaces_one_that_is_over() {
+    #[tokio::test]
+    async fn the_memory_store_shares_a_window_between_the_gates_given_it() {
+        let store = MemoryStore::new();
         let now = SystemTime::now();
-        let over = quota(0, now - SECOND);
-        assert_eq!(
-            over.merged(quota(9, now + SECOND), now).quota,
-            Some((9, now + SECOND))
-        );
-        assert!(!over.is_current(now));
+        let reset = now + 60 * SECOND;
+        store
+            .merge(&Key::named("a"), spent(reset), None, now)
+            .await
+            .unwrap();
+        assert!(matches!(
+            reserve(&store, "a").await,
+            Reservation::NotBefore { until, .. } if until == reset
+        ));
+        assert!(matches!(
+            reserve(&store, "b").await,
+            Reservation::Granted(_)
+        ));
     }
 
-    #[test]
-    fn the_memory_store_shares_windows_and_stays_bounded() {
-        let store = MemoryStore::with_capacity(2);
+    #[tokio::test]
+    async fn a_full_memory_store_forgets_windows_that_are_over_to_take_a_new_key() {
+        let store = MemoryStore::with_capacity(1);
         let now = SystemTime::now();
-        let current = quota(1, now + 60 * SECOND);
-        for name in ["a", "b", "c"] {
-            store.merge(&Key::named(name), current);
-        }
-        assert_eq!(store.load(&Key::named("a")), Some(current));
-        assert_eq!(
-            store.load(&Key::named("c")),
-            None,
-            "full of current windows"
+        store
+            .merge(&Key::named("a"), spent(now + 60 * SECOND), None, now)
+            .await
+            .unwrap();
+        store
+            .merge(&Key::named("b"), spent(now + 60 * SECOND), None, now)
+            .await
+            .unwrap();
+        assert!(
+            matches!(reserve(&store, "b").await, Reservation::Granted(_)),
+            "full of a current window: b is not remembered"
         );
-        store.merge(&Key::named("a"), quota(0, now + 60 * SECOND));
-        assert_eq!(store.load(&Key::named("a")).unwrap().quota.unwrap().0, 0);
+        // Stored directly: a window that was current when stored and is over now.
+        let mut over = Ledger::default();
+        over.merge(spent(now - SECOND / 2), None, now - SECOND);
+        store.ledgers.lock().unwrap().insert(Key::named("a"), over);
+        store
+            .merge(&Key::named("b"), spent(now + 60 * SECOND), None, now)
+            .await
+            .unwrap();
+        assert!(matches!(
+            reserve(&store, "b").await,
+            Reservation::NotBefore { .. }
+        ));
     }
 
     #[test]
@@ -246,30 +383,10 @@ mod tests {
         let now = SystemTime::now();
         let closed = Window {
             closed_until: Some(now),
-            quota: None,
+            ..Window::default()
         };
         assert!(!closed.is_current(now));
-        assert!(!quota(3, now).is_current(now));
-        assert!(quota(3, now + SECOND).is_current(now));
-        assert_eq!(
-            quota(0, now).merged(quota(5, now + SECOND), now).quota,
-            Some((5, now + SECOND)),
-            "a spent window ending now does not hold the next one"
-        );
-    }
-
-    #[test]
-    fn a_full_memory_store_forgets_windows_that_are_over_to_take_a_new_key() {
-        let store = MemoryStore::with_capacity(1);
-        let now = SystemTime::now();
-        store.merge(&Key::named("a"), quota(1, now + 60 * SECOND));
-        // Stored directly: a window that was current when stored and is over now.
-        store
-            .windows
-            .lock()
-            .unwrap()
-            .insert(Key::named("a"), quota(1, now - SECOND));
-        store.merge(&Key::named("b"), quota(2, now + 60 * SECOND));
-        assert_eq!(store.load(&Key::named("b")).unwrap().quota.unwrap().0, 2);
+        assert!(!spent(now).is_current(now));
+        assert!(spent(now + SECOND).is_current(now));
     }
 }

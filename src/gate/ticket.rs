@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use super::Gates;
 use super::answer::{Admission, Hold};
 use super::report::Report;
-use super::store::Window;
+use super::store::{Ticket, Window};
 use super::terms::Terms;
 use crate::key::Key;
 use crate::throttled::Throttled;
@@ -23,6 +23,8 @@ pub(crate) struct Pass {
     admission: Admission,
     terms: Terms,
     open: bool,
+    /// Its reservation in the store shared with other processes, if it has one.
+    ticket: Option<Ticket>,
 }
 
 /// A rate-limited retry about to wait: how long at least, and how long the call may still wait.
@@ -50,7 +52,13 @@ impl Pass {
             admission,
             terms,
             open: true,
+            ticket: None,
         }
+    }
+
+    /// The request holds `ticket` of the store shared with other processes.
+    pub(crate) fn reserved(&mut self, ticket: Ticket) {
+        self.ticket = Some(ticket);
     }
 
     /// What the server's clock read at least at `now`, as the gate knew it when the request
@@ -77,8 +85,10 @@ impl Pass {
         drop(table);
         wakes.into_iter().for_each(Waker::wake);
         let worth_sharing = report.closed_until.is_some() || report.quota.is_some();
-        if let Some(store) = registry.store.as_ref().filter(|_| worth_sharing) {
-            store.merge(&self.key, Window::from_report(report, &registry.clocks()));
+        if let Some(shared) = registry.shared.as_ref().filter(|_| worth_sharing) {
+            let clocks = registry.clocks();
+            let window = Window::from_report(report, &clocks);
+            shared.merge(&self.key, window, self.ticket, clocks.wall(now));
         }
         match hold {
             Hold::Queued(id) => Held::Waiting(Place::new(
