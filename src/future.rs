@@ -329,9 +329,7 @@ where
             (Some(Reservation::NotBefore { until, window }), Some(gate)) => {
                 let now = Instant::now();
                 let budget = self.budget.time_left(&self.config.settings);
-                let Some(held) = gate.held(until, window, now, budget) else {
-                    return self.proceed(Some(pass), body, ready);
-                };
+                let held = gate.held(until, window, now, budget);
                 // Given back once the gate knows why: calls it wakes meet the closure.
                 drop(pass);
                 self.entered(held, body, now)

@@ -81,6 +81,8 @@ mod jitter;
 mod key;
 mod layer;
 pub mod policy;
+#[cfg(feature = "redis")]
+mod redis;
 #[cfg(feature = "reqwest")]
 pub mod reqwest;
 mod service;
@@ -99,6 +101,8 @@ pub use headers::{Figures, Found, Meter, RateLimitInfo, ReadHeaders, ResponseClo
 pub use key::{InvalidOrigin, Key};
 pub use layer::RateLimitLayer;
 pub use policy::BoxError;
+#[cfg(feature = "redis")]
+pub use redis::RedisStore;
 pub use service::RateLimit;
 pub use throttled::Throttled;
 pub use tokens::TokenCost;

@@ -28,6 +28,9 @@ use crate::settings::Settings;
 use crate::throttled::Throttled;
 use crate::tokens::TokenCost;
 
+/// The least a call held by the shared store sleeps before it asks again.
+const LEAST_HOLD: Duration = Duration::from_millis(5);
+
 /// A gated call's handle on its gate.
 pub(crate) struct Call {
     gates: Gates,
@@ -196,25 +199,27 @@ impl Call {
     }
 
     /// The shared store holds the call until `until`: its gate learns `window`, so that the
-    /// process's other calls wait there, and the call sleeps till then if `budget` allows.
-    /// `None`: the store named no time still to come, and the call goes by its gate alone.
+    /// process's other calls wait there, and the call sleeps till then if `budget` allows,
+    /// and asks again. A time already past (the answer took longer than the wait) is waited
+    /// as [`LEAST_HOLD`]: the call must ask again, never go unreserved, and a store that keeps
+    /// naming past times is not asked in a spin.
     pub(crate) fn held(
         &self,
         until: SystemTime,
         window: Window,
         now: Instant,
         budget: Duration,
-    ) -> Option<Entered> {
+    ) -> Entered {
         let registry = &self.gates.registry;
         let clocks = registry.clocks();
-        let until = Some(clocks.instant(until)).filter(|until| *until > now)?;
+        let until = clocks.instant(until).max(after(now, LEAST_HOLD));
         registry
             .lock()
             .learn(&self.key, window.to_report(&clocks), now, registry.capacity);
-        Some(match self.not_before(until, now, budget) {
+        match self.not_before(until, now, budget) {
             Entered::NotBefore(until) => Entered::Held(until),
             other => other,
-        })
+        }
     }
 
     /// The call may not go before `until`: it sleeps till then if `budget` allows.

@@ -1,7 +1,8 @@
-//! What a shared store keeps of one key for every process: its closure, its window's quota less
-//! what was reserved of it since, and how to restore a spent window. Pure, on the wall clock;
-//! the Redis store's scripts follow the same rules.
+//! What a shared store keeps of one key for every process: its closure, its window's quota as
+//! the server last reported it, the requests reserved and not yet answered, and how to restore
+//! a spent window. Pure, on the wall clock; the Redis store's scripts follow the same rules.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use super::quota::{Quota, fold};
@@ -11,14 +12,21 @@ use super::store::{Reservation, Ticket, Window};
 /// the answers to the reserved requests, a round trip away, say what the new window holds.
 pub(crate) const LOOK_AGAIN: Duration = Duration::from_millis(50);
 
+/// How long a reserved request counts as out without an answer: a process that died with
+/// requests out, or answers lost in an outage, hold back no quota longer than this.
+pub(crate) const OUT_AT_MOST: Duration = Duration::from_secs(60);
+
 /// One key's shared state.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Ledger {
     closed_until: Option<SystemTime>,
-    /// The quota of the current window, as it stood when `issued` was `counted`.
+    /// The quota of the current window, as the lowest report said.
     quota: Option<Quota<SystemTime>>,
-    counted: u64,
-    /// Reservations made, ever: a request reserved after a report is one it may not count.
+    /// The requests reserved and not yet answered, by ticket, with when they stop counting.
+    /// The server may not have counted any of them in the reports so far: each is taken off
+    /// what they said is left (as a gate takes its requests in flight off).
+    out: BTreeMap<u64, SystemTime>,
+    /// Reservations made, ever: the next ticket's number.
     issued: u64,
     /// The whole quota a window, where the server gave it: what a spent window's reset
     /// restores.
@@ -32,8 +40,9 @@ pub(crate) struct Ledger {
 impl Ledger {
     /// The quota left for new reservations.
     fn available(&self) -> Option<Quota<SystemTime>> {
+        let out = u64::try_from(self.out.len()).unwrap_or(u64::MAX);
         self.quota.map(|quota| Quota {
-            remaining: quota.remaining.saturating_sub(self.issued - self.counted),
+            remaining: quota.remaining.saturating_sub(out),
             reset_at: quota.reset_at,
         })
     }
@@ -54,6 +63,7 @@ impl Ledger {
     pub(crate) fn is_current(&self, now: SystemTime) -> bool {
         self.closed_until.is_some_and(|until| until > now)
             || self.quota.is_some_and(|quota| quota.reset_at > now)
+            || self.out.values().any(|until| *until > now)
     }
 
     /// Reserves one request for a call about to go at `now`. A closure holds every call; a
@@ -67,6 +77,7 @@ impl Ledger {
                 window: self.window(now),
             };
         }
+        self.out.retain(|_, until| *until > now);
         self.restore(now);
         if let Some(quota) = self.available().filter(|quota| quota.reset_at > now) {
             if metered && quota.is_spent() {
@@ -82,6 +93,7 @@ impl Ledger {
             }
         }
         self.issued += 1;
+        self.out.insert(self.issued, now + OUT_AT_MOST);
         Reservation::Granted(Ticket::new(self.issued))
     }
 
@@ -96,26 +108,27 @@ impl Ledger {
                 remaining: limit,
                 reset_at: now + self.span,
             });
-            self.counted = self.issued;
             self.restored = true;
         }
     }
 
     /// Folds in what a response said at `now`, to a request reserved with `ticket` (`None`: one
-    /// that went without a reservation). The later closure stands; a quota counts the requests
-    /// reserved after the reported one as spent, since the server may not have counted them yet.
+    /// that went without a reservation), which is no longer out. The later closure stands;
+    /// within a window the lowest count.
     pub(crate) fn merge(&mut self, window: Window, ticket: Option<Ticket>, now: SystemTime) {
+        if let Some(ticket) = ticket {
+            self.out.remove(&ticket.get());
+        }
         self.closed_until = self.closed_until.max(window.closed_until);
         self.limit = window.limit.or(self.limit);
         let Some((remaining, reset_at)) = window.quota.filter(|(_, reset)| *reset > now) else {
             return;
         };
-        let since = ticket.map_or(0, |ticket| self.issued.saturating_sub(ticket.get()));
         let reported = Quota {
-            remaining: remaining.saturating_sub(since),
+            remaining,
             reset_at,
         };
-        let known = self.available().filter(|quota| quota.reset_at > now);
+        let known = self.quota.filter(|quota| quota.reset_at > now);
         let folded = match known {
             Some(known) if !self.restored => fold(known, reported, false),
             _ => {
@@ -125,7 +138,6 @@ impl Ledger {
         };
         if let Some(quota) = folded {
             self.quota = Some(quota);
-            self.counted = self.issued;
             self.restored = false;
         }
     }
@@ -177,18 +189,35 @@ mod tests {
     }
 
     #[test]
-    fn a_report_counts_the_requests_reserved_after_its_own_as_spent() {
+    fn the_requests_still_out_count_as_spent_whatever_order_they_were_reserved_in() {
         let now = SystemTime::now();
         let mut ledger = Ledger::default();
-        let first = granted(&mut ledger, now);
-        for _ in 0..4 {
-            granted(&mut ledger, now);
-        }
-        // The first request's answer: 5 left after it, while four more were already out.
-        ledger.merge(quota(5, now + SECOND, None), Some(first), now);
+        let tickets: Vec<_> = (0..5).map(|_| granted(&mut ledger, now)).collect();
+        // The last request reserved arrived first: 5 left after it, four others still out.
+        ledger.merge(quota(5, now + SECOND, None), Some(tickets[4]), now);
         assert_eq!(ledger.window(now).quota, Some((1, now + SECOND)));
         granted(&mut ledger, now);
         assert!(held_until(&mut ledger, now, true).is_some());
+        // Their answers come: each one out less, and the lowest count stands.
+        for ticket in &tickets[..4] {
+            ledger.merge(quota(4, now + SECOND, None), Some(*ticket), now);
+        }
+        assert_eq!(ledger.window(now).quota, Some((3, now + SECOND)));
+    }
+
+    #[test]
+    fn a_request_whose_answer_never_comes_stops_counting_after_a_while() {
+        let now = SystemTime::now();
+        let mut ledger = Ledger::default();
+        granted(&mut ledger, now);
+        ledger.merge(quota(1, now + 2 * OUT_AT_MOST, None), None, now);
+        assert!(
+            held_until(&mut ledger, now, true).is_some(),
+            "the one left is out"
+        );
+        assert!(ledger.is_current(now));
+        let later = now + OUT_AT_MOST;
+        assert_eq!(held_until(&mut ledger, later, true), None);
     }
 
     #[test]
@@ -234,8 +263,8 @@ mod tests {
             "the restored quota is all out: ask again when its answers are in"
         );
         // The first answer of the new window replaces what was restored, less the two other
-        // requests reserved after it.
-        ledger.merge(quota(2, reset + SECOND, Some(3)), Some(tickets[0]), reset);
+        // requests still out.
+        ledger.merge(quota(2, reset + SECOND, Some(3)), Some(tickets[2]), reset);
         assert_eq!(ledger.window(reset).quota, Some((0, reset + SECOND)));
         assert_eq!(held_until(&mut ledger, reset, true), Some(reset + SECOND));
     }
@@ -246,16 +275,21 @@ mod tests {
         let mut ledger = Ledger::default();
         ledger.merge(quota(0, now + SECOND, None), None, now);
         assert!(held_until(&mut ledger, now, true).is_some());
-        assert_eq!(held_until(&mut ledger, now + SECOND, true), None);
-        assert_eq!(held_until(&mut ledger, now + SECOND, true), None);
-        assert!(!ledger.is_current(now + SECOND));
+        let later = now + SECOND;
+        let tickets = [granted(&mut ledger, later), granted(&mut ledger, later)];
+        assert!(ledger.is_current(later), "two requests out");
+        for ticket in tickets {
+            ledger.merge(Window::default(), Some(ticket), later);
+        }
+        assert!(!ledger.is_current(later));
     }
 
     #[test]
-    fn a_ticket_from_before_the_ledger_was_forgotten_counts_nothing_after_it() {
+    fn a_ticket_the_ledger_does_not_know_takes_nothing_out() {
         let now = SystemTime::now();
         let mut ledger = Ledger::default();
+        granted(&mut ledger, now);
         ledger.merge(quota(4, now + SECOND, None), Some(Ticket::new(90)), now);
-        assert_eq!(ledger.window(now).quota, Some((4, now + SECOND)));
+        assert_eq!(ledger.window(now).quota, Some((3, now + SECOND)));
     }
 }

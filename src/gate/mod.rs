@@ -39,6 +39,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 pub(crate) use call::{Call, Entered, Said};
+#[cfg(feature = "redis")]
+pub(crate) use ledger::{LOOK_AGAIN, OUT_AT_MOST};
 pub use snapshot::GateSnapshot;
 pub use store::{MemoryStore, Reservation, StoreError, StoreFuture, Ticket, Window, WindowStore};
 pub(crate) use ticket::{Held, Pass, Place, Retry};

@@ -84,11 +84,14 @@ impl Pass {
             .unwrap_or(Hold::Free);
         drop(table);
         wakes.into_iter().for_each(Waker::wake);
+        // A reserved request's answer is always told, if only to say it is no longer out.
         let worth_sharing = report.closed_until.is_some() || report.quota.is_some();
-        if let Some(shared) = registry.shared.as_ref().filter(|_| worth_sharing) {
-            let clocks = registry.clocks();
-            let window = Window::from_report(report, &clocks);
-            shared.merge(&self.key, window, self.ticket, clocks.wall(now));
+        if let Some(shared) = registry.shared.as_ref() {
+            if worth_sharing || self.ticket.is_some() {
+                let clocks = registry.clocks();
+                let window = Window::from_report(report, &clocks);
+                shared.merge(&self.key, window, self.ticket, clocks.wall(now));
+            }
         }
         match hold {
             Hold::Queued(id) => Held::Waiting(Place::new(
@@ -109,9 +112,13 @@ impl Drop for Pass {
     fn drop(&mut self) {
         if self.open {
             let admission = self.admission;
-            self.gates
-                .registry
-                .update(&self.key, |gate| gate.abandoned(admission));
+            let registry = &self.gates.registry;
+            registry.update(&self.key, |gate| gate.abandoned(admission));
+            // Its reservation is no longer out: it says nothing else.
+            if let (Some(shared), Some(ticket)) = (registry.shared.as_ref(), self.ticket) {
+                let now = registry.clocks().wall(Instant::now());
+                shared.merge(&self.key, Window::default(), Some(ticket), now);
+            }
         }
     }
 }

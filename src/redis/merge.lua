@@ -1,0 +1,68 @@
+-- Folds what a response said into a key's window, by the rules of `src/gate/ledger.rs` and
+-- `src/gate/quota.rs`: the answered request is no longer out; the later closure stands
+-- (never brought forward); within one window the lower count.
+-- KEYS[1]: the key's hash; KEYS[2]: its requests out. ARGV: closed_in, remaining, reset_in,
+-- limit, ticket, linger_ms (durations in milliseconds from now; -1: none).
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local f = redis.call('HMGET', KEYS[1], 'closed', 'remaining', 'reset', 'restored')
+local closed = tonumber(f[1]) or 0
+local remaining = tonumber(f[2])
+local reset = tonumber(f[3]) or 0
+local restored = f[4] == '1'
+local closed_in, reported, reset_in, limit, ticket, linger =
+  tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]),
+  tonumber(ARGV[5]), tonumber(ARGV[6])
+-- Two resets further apart than this name different windows.
+local same_window = 2000
+
+local function fold(known, known_reset, new, new_reset)
+  local earlier = new_reset + same_window < known_reset
+  local later = new_reset > known_reset + same_window
+  local spent = known == 0
+  if (earlier and (new ~= 0 or spent)) or (later and spent and new ~= 0) then
+    return nil
+  end
+  if earlier or later then
+    return new, new_reset
+  end
+  local folded_reset
+  if spent and new == 0 then
+    folded_reset = math.max(known_reset, new_reset)
+  elseif spent then
+    folded_reset = known_reset
+  elseif new == 0 then
+    folded_reset = new_reset
+  else
+    folded_reset = math.min(known_reset, new_reset)
+  end
+  return math.min(known, new), folded_reset
+end
+
+if ticket >= 0 then
+  redis.call('ZREM', KEYS[2], ticket)
+end
+if closed_in > 0 and now + closed_in > closed then
+  closed = now + closed_in
+  redis.call('HSET', KEYS[1], 'closed', closed)
+end
+if limit >= 0 then
+  redis.call('HSET', KEYS[1], 'limit', limit)
+end
+if reported >= 0 and reset_in > 0 then
+  local new, new_reset = reported, now + reset_in
+  local folded, folded_reset
+  if remaining and reset > now and not restored then
+    folded, folded_reset = fold(remaining, reset, new, new_reset)
+  else
+    folded, folded_reset = new, new_reset
+    redis.call('HSET', KEYS[1], 'span', reset_in)
+  end
+  if folded then
+    remaining, reset = folded, folded_reset
+    redis.call('HSET', KEYS[1], 'remaining', remaining, 'reset', reset, 'restored', 0)
+  end
+end
+local last = math.max(closed, remaining and reset or 0, now)
+redis.call('PEXPIRE', KEYS[1], last - now + linger)
+return {0}

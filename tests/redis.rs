@@ -1,0 +1,377 @@
+//! The Redis store against a real Redis at `REDIS_URL` (`.ci/run` starts one); each test
+//! skips with one line when it is unset. Each store is its own connection, as each process
+//! has; each test keeps its keys under its own prefix. Real clock: Redis keeps its own.
+
+#[path = "support/limiter.rs"]
+mod limiter;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime};
+
+use http::{Request, Response};
+use limiter::{Headers, Limiter, Model};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Instant;
+use tower::{BoxError, Layer, ServiceExt};
+use tower_retry_after::{Gates, Key, RateLimitLayer, RedisStore, Reservation, Window, WindowStore};
+
+const DEADLINE: Duration = Duration::from_millis(50);
+
+/// The Redis to test against, or `None` (and a line saying so) when there is none.
+fn redis_url(test: &str) -> Option<String> {
+    let url = std::env::var("REDIS_URL").ok();
+    if url.is_none() {
+        eprintln!("{test}: skipped, REDIS_URL is not set (.ci/run starts a Redis and sets it)");
+    }
+    url
+}
+
+/// A store of its own connection, keys under `prefix`.
+fn store(url: &str, prefix: &str) -> RedisStore {
+    RedisStore::open(url)
+        .unwrap()
+        .prefix(&format!("test:{}:{prefix}:", std::process::id()))
+}
+
+async fn keys(url: &str, pattern: &str) -> Vec<String> {
+    let client = redis::Client::open(url).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    redis::cmd("KEYS")
+        .arg(format!("test:{}:{pattern}", std::process::id()))
+        .query_async(&mut connection)
+        .await
+        .unwrap()
+}
+
+async fn pttl(url: &str, key: &str) -> i64 {
+    let client = redis::Client::open(url).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    redis::cmd("PTTL")
+        .arg(key)
+        .query_async(&mut connection)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_closure_one_process_merged_holds_another_and_is_never_brought_forward() {
+    let Some(url) = redis_url("closure") else {
+        return;
+    };
+    let (first, second) = (store(&url, "closure"), store(&url, "closure"));
+    let key = Key::named("api");
+    let now = SystemTime::now();
+    let closed = |seconds| Window {
+        closed_until: Some(now + Duration::from_secs(seconds)),
+        ..Window::default()
+    };
+    first.merge(&key, closed(20), None, now).await.unwrap();
+    first.merge(&key, closed(2), None, now).await.unwrap();
+    let asked = SystemTime::now();
+    let Reservation::NotBefore { until, window } =
+        second.reserve(&key, false, asked).await.unwrap()
+    else {
+        panic!("the second process was let through a closure");
+    };
+    let closure = now + Duration::from_secs(20);
+    assert!(
+        until >= closure,
+        "early by {:?}",
+        closure.duration_since(until)
+    );
+    assert!(until <= closure + Duration::from_millis(50), "late");
+    assert_eq!(window.closed_until, Some(until));
+}
+
+#[tokio::test]
+async fn processes_together_reserve_no_more_than_the_server_reported() {
+    let Some(url) = redis_url("reserve") else {
+        return;
+    };
+    let key = Key::named("api");
+    let first = store(&url, "reserve");
+    let now = SystemTime::now();
+    let Reservation::Granted(ticket) = first.reserve(&key, true, now).await.unwrap() else {
+        panic!("held on a new key");
+    };
+    let quota = Window {
+        quota: Some((5, now + Duration::from_secs(10))),
+        limit: Some(6),
+        ..Window::default()
+    };
+    first.merge(&key, quota, Some(ticket), now).await.unwrap();
+    let processes: Vec<_> = (0..4).map(|_| store(&url, "reserve")).collect();
+    let mut asked = Vec::new();
+    for process in &processes {
+        for _ in 0..10 {
+            asked.push(process.reserve(&key, true, SystemTime::now()));
+        }
+    }
+    let mut granted = 0;
+    for reservation in futures_util::future::join_all(asked).await {
+        match reservation.unwrap() {
+            Reservation::Granted(_) => granted += 1,
+            Reservation::NotBefore { until, window } => {
+                assert!(until >= now + Duration::from_secs(10));
+                assert_eq!(window.quota.map(|(left, _)| left), Some(0));
+            }
+        }
+    }
+    assert_eq!(granted, 5);
+    let unmetered = processes[0].reserve(&key, false, SystemTime::now());
+    assert!(
+        matches!(unmetered.await.unwrap(), Reservation::Granted(_)),
+        "a call that does not respect the quota is held only by a closure"
+    );
+}
+
+#[tokio::test]
+async fn the_requests_still_out_count_as_spent_whatever_order_they_were_reserved_in() {
+    let Some(url) = redis_url("out") else {
+        return;
+    };
+    let key = Key::named("api");
+    let store = store(&url, "out");
+    let now = SystemTime::now();
+    let mut tickets = Vec::new();
+    for _ in 0..5 {
+        match store.reserve(&key, true, now).await.unwrap() {
+            Reservation::Granted(ticket) => tickets.push(ticket),
+            held => panic!("held: {held:?}"),
+        }
+    }
+    // The last request reserved arrived first: 5 left after it, four others still out.
+    let quota = |left| Window {
+        quota: Some((left, now + Duration::from_secs(10))),
+        ..Window::default()
+    };
+    store
+        .merge(&key, quota(5), Some(tickets[4]), now)
+        .await
+        .unwrap();
+    let reserve = || store.reserve(&key, true, now);
+    assert!(matches!(reserve().await.unwrap(), Reservation::Granted(_)));
+    assert!(matches!(
+        reserve().await.unwrap(),
+        Reservation::NotBefore { .. }
+    ));
+    // Their answers come: the lowest count stands, less the one request still out.
+    for ticket in &tickets[..4] {
+        store
+            .merge(&key, quota(4), Some(*ticket), now)
+            .await
+            .unwrap();
+    }
+    for _ in 0..3 {
+        assert!(matches!(reserve().await.unwrap(), Reservation::Granted(_)));
+    }
+    assert!(matches!(
+        reserve().await.unwrap(),
+        Reservation::NotBefore { .. }
+    ));
+}
+
+#[tokio::test]
+async fn every_key_expires_on_its_own_under_its_prefix() {
+    let Some(url) = redis_url("expiry") else {
+        return;
+    };
+    let store = store(&url, "expiry").linger(Duration::from_millis(100));
+    let now = SystemTime::now();
+    let closed = Window {
+        closed_until: Some(now + Duration::from_millis(300)),
+        ..Window::default()
+    };
+    store
+        .merge(&Key::named("closed"), closed, None, now)
+        .await
+        .unwrap();
+    let Reservation::Granted(ticket) = store.reserve(&Key::named("new"), true, now).await.unwrap()
+    else {
+        panic!("held on a new key");
+    };
+    let mut found = keys(&url, "expiry:*").await;
+    found.sort();
+    assert_eq!(found.len(), 3, "{found:?}");
+    assert!(found[0].ends_with("expiry:closed"), "{found:?}");
+    let closed_ttl = pttl(&url, &found[0]).await;
+    assert!((1..=400).contains(&closed_ttl), "{closed_ttl}");
+    let new_ttl = pttl(&url, &found[1]).await;
+    assert!((1..=100).contains(&new_ttl), "{new_ttl}");
+    // The request out counts for at most a minute, and goes with its answer.
+    assert!(found[2].ends_with("expiry:new#out"), "{found:?}");
+    let out_ttl = pttl(&url, &found[2]).await;
+    assert!((59_000..=60_100).contains(&out_ttl), "{out_ttl}");
+    let answered = Window::default();
+    store
+        .merge(&Key::named("new"), answered, Some(ticket), now)
+        .await
+        .unwrap();
+    assert_eq!(keys(&url, "expiry:new#out").await.len(), 0);
+}
+
+/// A proxy to Redis on loopback that holds every chunk either way for `delay`, and that can be
+/// cut: its connections closed, and no more taken.
+struct Proxy {
+    url: String,
+    cut: Arc<AtomicBool>,
+}
+
+impl Proxy {
+    async fn start(redis: &str, delay: Duration) -> Proxy {
+        let upstream = redis
+            .trim_start_matches("redis://")
+            .split('/')
+            .next()
+            .unwrap()
+            .to_owned();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("redis://{}/", listener.local_addr().unwrap());
+        let cut = Arc::new(AtomicBool::new(false));
+        let stop = cut.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                let server = TcpStream::connect(&upstream).await.unwrap();
+                let (client_read, client_write) = client.into_split();
+                let (server_read, server_write) = server.into_split();
+                tokio::spawn(relay(client_read, server_write, delay, stop.clone()));
+                tokio::spawn(relay(server_read, client_write, delay, stop.clone()));
+            }
+        });
+        Proxy { url, cut }
+    }
+}
+
+async fn relay(
+    mut from: impl AsyncReadExt + Unpin,
+    mut to: impl AsyncWriteExt + Unpin,
+    delay: Duration,
+    cut: Arc<AtomicBool>,
+) {
+    let mut buffer = vec![0; 16 * 1024];
+    while let Ok(read @ 1..) = from.read(&mut buffer).await {
+        tokio::time::sleep(delay).await;
+        if cut.load(Ordering::Relaxed) || to.write_all(&buffer[..read]).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// A service that answers 200 and counts what it was sent.
+fn counting() -> (
+    impl tower::Service<
+        Request<String>,
+        Response = Response<String>,
+        Error = BoxError,
+        Future = impl Send,
+    > + Clone
+    + Send,
+    Arc<std::sync::atomic::AtomicUsize>,
+) {
+    let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = sent.clone();
+    let service = tower::service_fn(move |_: Request<String>| {
+        counter.fetch_add(1, Ordering::Relaxed);
+        async { Ok::<_, BoxError>(Response::new(String::new())) }
+    });
+    (service, sent)
+}
+
+fn request() -> Request<String> {
+    Request::get("http://api.test/items")
+        .body(String::new())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_redis_that_answers_a_second_late_costs_a_call_the_deadline_never_a_failure() {
+    let Some(url) = redis_url("slow") else {
+        return;
+    };
+    let slow = Proxy::start(&url, Duration::from_secs(1)).await;
+    let store = RedisStore::open(&slow.url).unwrap().prefix("test:slow:");
+    let gates = Gates::with_store_deadline(store, DEADLINE);
+    let (service, sent) = counting();
+    let service = RateLimitLayer::new().gates(gates).layer(service);
+    let mut slowest = Duration::ZERO;
+    let started = Instant::now();
+    for _ in 0..20 {
+        let call = Instant::now();
+        let response = service.clone().oneshot(request()).await.unwrap();
+        assert_eq!(response.status(), 200);
+        slowest = slowest.max(call.elapsed());
+    }
+    assert_eq!(sent.load(Ordering::Relaxed), 20);
+    assert!(
+        slowest < DEADLINE + Duration::from_millis(40),
+        "{slowest:?}"
+    );
+    assert!(
+        started.elapsed() < 2 * DEADLINE + Duration::from_millis(80),
+        "only the first call waited for the store: {:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_redis_cut_mid_run_loses_no_call() {
+    let Some(url) = redis_url("cut") else {
+        return;
+    };
+    let proxy = Proxy::start(&url, Duration::ZERO).await;
+    let store = RedisStore::open(&proxy.url).unwrap().prefix("test:cut:");
+    let gates = Gates::with_store_deadline(store, DEADLINE);
+    let (service, sent) = counting();
+    let service = RateLimitLayer::new().gates(gates).layer(service);
+    let mut statuses = Vec::new();
+    for call in 0..40 {
+        if call == 20 {
+            proxy.cut.store(true, Ordering::Relaxed);
+        }
+        let response = service.clone().oneshot(request()).await.unwrap();
+        statuses.push(response.status().as_u16());
+    }
+    assert!(statuses.iter().all(|status| *status == 200));
+    assert_eq!(sent.load(Ordering::Relaxed), 40, "each call sent once");
+}
+
+/// Four processes (each its own gates and connection) × 5 workers, 2 calls each, against 20
+/// requests a second with draft 08 meters: together they are refused at most once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_on_redis_spends_no_more_than_the_meters_report() {
+    let Some(url) = redis_url("fleet") else {
+        return;
+    };
+    let limiter = Limiter::new(
+        Model::FixedWindow {
+            limit: 20,
+            window: Duration::from_secs(1),
+        },
+        Headers::Draft8,
+    )
+    .with_latency(Duration::from_millis(10));
+    let mut workers = Vec::new();
+    for _ in 0..4 {
+        let gates = Gates::with_store(store(&url, "fleet"));
+        let layer = RateLimitLayer::new().gates(gates);
+        for _ in 0..5 {
+            let service = layer.layer(limiter.clone());
+            workers.push(tokio::spawn(async move {
+                for _ in 0..2 {
+                    let response = service.clone().oneshot(request()).await.unwrap();
+                    assert_eq!(response.status(), 200);
+                }
+            }));
+        }
+    }
+    for worker in workers {
+        worker.await.unwrap();
+    }
+    assert_eq!(limiter.log().len() - limiter.refused(), 40);
+    assert!(limiter.refused() <= 1, "refused {}", limiter.refused());
+}
