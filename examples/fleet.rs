@@ -294,10 +294,11 @@ async fn main() -> Result<(), BoxError> {
     if let (Some(redis), None) = (args.redis.as_deref(), args.kill_redis_after) {
         // Every key expires a little after the last time it names: after two windows, none.
         tokio::time::sleep(Duration::from_secs(2)).await;
-        println!(
-            "\nkeys of the layer in Redis 2 s after the runs: {}",
-            keys_left(redis).await?
-        );
+        let left = keys_left(redis).await?;
+        println!("\nkeys of the layer in Redis 2 s after the runs: {left}");
+        if left > 0 {
+            return Err("Redis still holds keys of the layer".into());
+        }
     }
     Ok(())
 }
