@@ -1,7 +1,8 @@
 //! [`ResponseFuture`]: one call, every attempt and wait of it, as an explicit state machine.
 //!
 //! ```text
-//! Entering ─▶ gate ─┬─ let through ──▶ Readying ─▶ Calling ─▶ read, record, classify ─▶ done
+//! Entering ─▶ gate ─┬─ let through ─▶ (Reserving) ─▶ Readying ─▶ Calling ─▶ read, record, ─▶ done
+//!                   │                                                 classify
 //!                   ├─ closed ──▶ Waiting ──┘                        │ retry
 //!                   └─ closed too long ──▶ Throttled (or the last outcome)
 //!    ▲                                                               │
@@ -10,7 +11,9 @@
 //!          Waiting (rate limited, the gate holds the wait) ◀─────────┘
 //! ```
 //!
-//! Each state holds what it needs: the next attempt's body until it is sent, the place at the
+//! Reserving happens only where the gates share a store with other processes: the request is
+//! reserved there (a task, within a deadline) before it is sent, or the store holds the call
+//! and it sleeps, as from a closed gate. Each state holds what it needs: the next attempt's body until it is sent, the place at the
 //! gate while waiting, the pass while the request is out. Invariants: every attempt passes its
 //! key's gate, and takes its place there when first polled, not when made; a retry is decided
 //! only with the next body in hand (a body that cannot be copied is sent once); a rate-limited

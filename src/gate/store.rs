@@ -232,12 +232,14 @@ impl<S: WindowStore + ?Sized> WindowStore for std::sync::Arc<S> {
 /// # Example
 ///
 /// ```
+/// use std::time::SystemTime;
 /// use tower_retry_after::{Key, MemoryStore, Reservation, WindowStore};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// let store = MemoryStore::new();
-/// let granted = store.reserve(&Key::named("api"), true, SystemTime::now()).await.unwrap();
+/// let api = Key::named("api");
+/// let granted = store.reserve(&api, true, SystemTime::now()).await.unwrap();
 /// assert!(matches!(granted, Reservation::Granted(_)));
 /// # }
 /// ```
