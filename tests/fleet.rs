@@ -61,6 +61,21 @@ async fn fleet(headers: Headers, store: Option<Arc<MemoryStore>>) -> Run {
     for worker in workers {
         served += worker.await.unwrap();
     }
+    if std::env::var("FLEET_DEBUG").is_ok() && store.is_some() {
+        let log = limiter.log();
+        let t0 = log[0].0;
+        let line: Vec<String> = log
+            .iter()
+            .map(|(at, status)| {
+                format!(
+                    "{:.3}{}",
+                    (*at - t0).as_secs_f64(),
+                    if *status == 429 { "X" } else { "" }
+                )
+            })
+            .collect();
+        eprintln!("{}", line.join(" "));
+    }
     Run {
         refused: limiter.refused(),
         served,
@@ -91,5 +106,23 @@ async fn a_fleet_sharing_a_store_spends_no_more_than_the_meters_report() {
         shared.took.as_secs_f64() <= 1.10 * physical.as_secs_f64() + 0.1,
         "took {:?}",
         shared.took
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fleet_sharing_a_store_learns_the_limit_a_server_does_not_publish() {
+    let alone = fleet(Headers::RetryAfter, None).await;
+    let shared = fleet(Headers::RetryAfter, Some(Arc::new(MemoryStore::new()))).await;
+    eprintln!(
+        "retry-after: shared {} refused in {:?}, alone {} in {:?}",
+        shared.refused, shared.took, alone.refused, alone.took
+    );
+    let calls = PROCESSES * WORKERS * CALLS_EACH;
+    assert_eq!((alone.served, shared.served), (calls, calls));
+    assert!(
+        shared.refused * 3 < alone.refused,
+        "refused {} (each process alone: {})",
+        shared.refused,
+        alone.refused
     );
 }

@@ -174,6 +174,53 @@ async fn the_requests_still_out_count_as_spent_whatever_order_they_were_reserved
 }
 
 #[tokio::test]
+async fn without_meters_the_fleet_learns_the_limit_its_refusals_show_and_keeps_to_it() {
+    let Some(url) = redis_url("learned") else {
+        return;
+    };
+    let key = Key::named("api");
+    let (first, second) = (store(&url, "learned"), store(&url, "learned"));
+    let now = SystemTime::now();
+    let mut tickets = Vec::new();
+    for process in [&first, &second, &first, &second, &first, &second] {
+        match process.reserve(&key, true, now).await.unwrap() {
+            Reservation::Granted(ticket) => tickets.push(ticket),
+            held => panic!("held: {held:?}"),
+        }
+    }
+    // The sixth was refused until 80 ms on: the fleet accepted five in its window.
+    let refused = Window {
+        closed_until: Some(now + Duration::from_millis(80)),
+        ..Window::default()
+    };
+    second
+        .merge(&key, refused, Some(tickets[5]), now)
+        .await
+        .unwrap();
+    let held = first.reserve(&key, true, SystemTime::now()).await.unwrap();
+    assert!(matches!(held, Reservation::NotBefore { .. }), "closed");
+    tokio::time::sleep(Duration::from_millis(90)).await;
+    let mut granted = 0;
+    let mut held = None;
+    for process in [&first, &second].into_iter().cycle().take(8) {
+        match process
+            .reserve(&key, true, SystemTime::now())
+            .await
+            .unwrap()
+        {
+            Reservation::Granted(_) => granted += 1,
+            Reservation::NotBefore { until, window } => held = Some((until, window)),
+        }
+    }
+    assert_eq!(granted, 5, "the learned limit, across both processes");
+    let (until, window) = held.expect("the sixth is held");
+    assert_eq!(window.limit, Some(5));
+    let left = until.duration_since(SystemTime::now()).unwrap();
+    let span = Duration::from_millis(80 + 5);
+    assert!(left <= span, "held to the window's end, 80 ms on: {left:?}");
+}
+
+#[tokio::test]
 async fn every_key_expires_on_its_own_under_its_prefix() {
     let Some(url) = redis_url("expiry") else {
         return;

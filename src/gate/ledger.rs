@@ -12,6 +12,11 @@ use super::store::{Reservation, Ticket, Window};
 /// the answers to the reserved requests, a round trip away, say what the new window holds.
 pub(crate) const LOOK_AGAIN: Duration = Duration::from_millis(50);
 
+/// How many windows in a row must pass unrefused before a learned limit is raised by one; a
+/// refused raise doubles it, up to [`MOST_PATIENCE`].
+const PATIENCE: u32 = 4;
+const MOST_PATIENCE: u32 = 64;
+
 /// How long a reserved request counts as out without an answer: a process that died with
 /// requests out, or answers lost in an outage, hold back no quota longer than this.
 pub(crate) const OUT_AT_MOST: Duration = Duration::from_secs(60);
@@ -35,6 +40,38 @@ pub(crate) struct Ledger {
     span: Duration,
     /// `quota` is what a reset restored, not a report: the next report replaces it.
     restored: bool,
+    /// Where the server publishes no quota: when the fleet's current window opened, and how
+    /// many tickets were issued before it.
+    opened: Option<(SystemTime, u64)>,
+    /// The window a refusal ended, while its other answers come in.
+    refused: Option<Refused>,
+    /// What the fleet's refusals taught of the quota the server does not publish.
+    learned: Option<Learned>,
+}
+
+/// A window of the fleet's that a refusal ended: its length, the tickets reserved in it
+/// (`from` exclusive, `to` inclusive), and how many of them were refused so far.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Refused {
+    span: Duration,
+    from: u64,
+    to: u64,
+    refusals: u64,
+}
+
+/// A limit learned from refusals: the requests the fleet had accepted in a window when the
+/// server refused the next, and the window's length, from its opening to the end of the
+/// refusal's wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Learned {
+    limit: u64,
+    span: Duration,
+    /// Windows passed unrefused since the limit was last set.
+    unrefused: u32,
+    /// How many must pass before the limit is raised.
+    patience: u32,
+    /// The limit was raised and no window has passed unrefused since.
+    raised: bool,
 }
 
 impl Ledger {
@@ -64,6 +101,10 @@ impl Ledger {
         self.closed_until.is_some_and(|until| until > now)
             || self.quota.is_some_and(|quota| quota.reset_at > now)
             || self.out.values().any(|until| *until > now)
+            || self
+                .opened
+                .zip(self.learned)
+                .is_some_and(|((opened, _), learned)| opened + learned.span > now)
     }
 
     /// Reserves one request for a call about to go at `now`. A closure holds every call; a
@@ -92,9 +133,95 @@ impl Ledger {
                 };
             }
         }
+        if self.quota.is_none() {
+            if let Some(until) = self.learned_hold(now).filter(|_| metered) {
+                return Reservation::NotBefore {
+                    until,
+                    window: Window {
+                        quota: Some((0, until)),
+                        limit: self.learned.map(|learned| learned.limit),
+                        ..self.window(now)
+                    },
+                };
+            }
+        }
         self.issued += 1;
         self.out.insert(self.issued, now + OUT_AT_MOST);
         Reservation::Granted(Ticket::new(self.issued))
+    }
+
+    /// Where the server publishes no quota, the fleet's window at `now`: opened by its first
+    /// reservation, over after the learned length (an unrefused one counts toward a raise),
+    /// and a refused one measured once its refusals are in. Until when a call is held, if the
+    /// learned limit is all reserved in it.
+    fn learned_hold(&mut self, now: SystemTime) -> Option<SystemTime> {
+        if let (Some((opened, _)), Some(learned)) = (self.opened, self.learned.as_mut()) {
+            if now >= opened + learned.span {
+                learned.unrefused += 1;
+                learned.raised = learned.unrefused >= learned.patience;
+                if learned.raised {
+                    learned.limit += 1;
+                    learned.unrefused = 0;
+                }
+                self.opened = None;
+            }
+        }
+        if self.opened.is_none() {
+            if let Some(refused) = self.refused.take() {
+                self.learn(refused);
+            }
+        }
+        let (opened, issued_before) = *self.opened.get_or_insert((now, self.issued));
+        let learned = self.learned?;
+        (self.issued - issued_before >= learned.limit).then_some(opened + learned.span)
+    }
+
+    /// A refusal closing the key until `until`, to the request with `ticket`, where the
+    /// server publishes no quota. The first of a window ends it, and measures its length (to
+    /// `until`); each counts against the requests reserved in the window before the first,
+    /// whose answers come back in any order.
+    fn refusal(&mut self, until: SystemTime, ticket: Option<Ticket>) {
+        if let Some((opened, issued_before)) = self.opened.take() {
+            self.refused = Some(Refused {
+                span: until.duration_since(opened).unwrap_or_default(),
+                from: issued_before,
+                to: self.issued,
+                refusals: 0,
+            });
+        }
+        if let (Some(refused), Some(ticket)) = (self.refused.as_mut(), ticket) {
+            if (refused.from + 1..=refused.to).contains(&ticket.get()) {
+                refused.refusals += 1;
+            }
+        }
+    }
+
+    /// What a refused window measured: the requests it accepted are the limit. A window that
+    /// accepted none, or far fewer than the limit, opened before the server's did: only its
+    /// length is taken, and only to lengthen the window.
+    fn learn(&mut self, refused: Refused) {
+        let accepted = (refused.to - refused.from).saturating_sub(refused.refusals);
+        let span = refused.span;
+        self.learned = Some(match self.learned {
+            Some(known) if accepted == 0 || accepted < known.limit / 2 => Learned {
+                span: known.span.max(span),
+                ..known
+            },
+            _ if accepted == 0 => return,
+            // Each length measured runs past the server's window by the refusal's place in it
+            // and its rounding: the shortest is the closest.
+            known => Learned {
+                limit: accepted,
+                span: known.map_or(span, |known| known.span.min(span)),
+                unrefused: 0,
+                patience: match known {
+                    Some(known) if known.raised => (known.patience * 2).min(MOST_PATIENCE),
+                    Some(known) => known.patience,
+                    None => PATIENCE,
+                },
+                raised: false,
+            },
+        });
     }
 
     /// A spent window that has reset by `now` gives the next the whole quota.
@@ -119,11 +246,20 @@ impl Ledger {
         if let Some(ticket) = ticket {
             self.out.remove(&ticket.get());
         }
-        self.closed_until = self.closed_until.max(window.closed_until);
+        if let Some(until) = window.closed_until.filter(|until| *until > now) {
+            if self.quota.is_none() && window.quota.is_none() {
+                self.refusal(until, ticket);
+            }
+            self.closed_until = self.closed_until.max(Some(until));
+        }
         self.limit = window.limit.or(self.limit);
         let Some((remaining, reset_at)) = window.quota.filter(|(_, reset)| *reset > now) else {
             return;
         };
+        // A meter speaks: nothing learned stands beside it.
+        self.learned = None;
+        self.refused = None;
+        self.opened = None;
         let reported = Quota {
             remaining,
             reset_at,
@@ -291,5 +427,118 @@ mod tests {
         granted(&mut ledger, now);
         ledger.merge(quota(4, now + SECOND, None), Some(Ticket::new(90)), now);
         assert_eq!(ledger.window(now).quota, Some((3, now + SECOND)));
+    }
+
+    fn refused(until: SystemTime) -> Window {
+        Window {
+            closed_until: Some(until),
+            ..Window::default()
+        }
+    }
+
+    /// A ledger that learned 5 a window of 1 s: 5 went, the 6th was refused until 1 s after
+    /// the window opened.
+    fn learned_five(now: SystemTime) -> Ledger {
+        let mut ledger = Ledger::default();
+        let tickets: Vec<_> = (0..6).map(|_| granted(&mut ledger, now)).collect();
+        ledger.merge(refused(now + SECOND), Some(tickets[5]), now);
+        ledger
+    }
+
+    #[test]
+    fn without_meters_the_fleet_learns_the_limit_its_refusals_show_and_keeps_to_it() {
+        let now = SystemTime::now();
+        let mut ledger = learned_five(now);
+        let opened = now + SECOND;
+        for _ in 0..5 {
+            granted(&mut ledger, opened);
+        }
+        assert_eq!(held_until(&mut ledger, opened, true), Some(opened + SECOND));
+        assert_eq!(
+            held_until(&mut ledger, opened, false),
+            None,
+            "a call that does not respect the quota goes"
+        );
+        let next = opened + SECOND;
+        assert!(matches!(
+            ledger.reserve(next, true),
+            Reservation::Granted(_)
+        ));
+    }
+
+    #[test]
+    fn a_learned_limit_is_raised_after_windows_pass_unrefused_and_a_refused_raise_waits_longer() {
+        let now = SystemTime::now();
+        let mut ledger = learned_five(now);
+        let mut opened = now + SECOND;
+        let mut sent_in = |ledger: &mut Ledger, at: SystemTime| {
+            let mut sent = 0;
+            while matches!(ledger.reserve(at, true), Reservation::Granted(_)) {
+                sent += 1;
+            }
+            sent
+        };
+        let mut sent = Vec::new();
+        for _ in 0..5 {
+            sent.push(sent_in(&mut ledger, opened));
+            opened += SECOND;
+        }
+        assert_eq!(sent, [5, 5, 5, 5, 6], "raised after four windows unrefused");
+        // The raise is refused at its 6th: back to 5, and eight windows before the next raise.
+        let raised = opened - SECOND;
+        let ticket = Ticket::new(ledger.issued);
+        ledger.merge(refused(opened), Some(ticket), raised);
+        let mut sent = Vec::new();
+        for _ in 0..9 {
+            sent.push(sent_in(&mut ledger, opened));
+            opened += SECOND;
+        }
+        assert_eq!(sent, [5, 5, 5, 5, 5, 5, 5, 5, 6]);
+    }
+
+    #[test]
+    fn a_refusal_of_a_windows_first_request_lengthens_the_window_and_keeps_the_limit() {
+        let now = SystemTime::now();
+        let mut ledger = learned_five(now);
+        let opened = now + SECOND;
+        let first = granted(&mut ledger, opened);
+        ledger.merge(refused(opened + 3 * SECOND), Some(first), opened);
+        let reopened = opened + 3 * SECOND;
+        for _ in 0..5 {
+            granted(&mut ledger, reopened);
+        }
+        assert_eq!(
+            held_until(&mut ledger, reopened, true),
+            Some(reopened + 3 * SECOND)
+        );
+    }
+
+    #[test]
+    fn a_meter_makes_the_fleet_forget_what_it_learned() {
+        let now = SystemTime::now();
+        let mut ledger = learned_five(now);
+        let opened = now + SECOND;
+        ledger.merge(quota(50, opened + SECOND, None), None, now);
+        // Less the five requests still out (the refused one was answered).
+        for _ in 0..45 {
+            granted(&mut ledger, opened);
+        }
+        assert_eq!(held_until(&mut ledger, opened, true), Some(opened + SECOND));
+        assert_eq!(ledger.learned, None);
+    }
+
+    #[test]
+    fn answers_out_of_order_measure_the_limit_by_the_requests_refused_not_by_which() {
+        let now = SystemTime::now();
+        let mut ledger = Ledger::default();
+        let tickets: Vec<_> = (0..8).map(|_| granted(&mut ledger, now)).collect();
+        // The second and the seventh reserved arrived last: those two were refused.
+        ledger.merge(refused(now + SECOND), Some(tickets[1]), now);
+        ledger.merge(refused(now + SECOND), Some(tickets[6]), now);
+        let opened = now + SECOND;
+        for _ in 0..6 {
+            granted(&mut ledger, opened);
+        }
+        assert_eq!(held_until(&mut ledger, opened, true), Some(opened + SECOND));
     }
 }

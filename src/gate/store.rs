@@ -51,10 +51,13 @@ impl Window {
             || self.quota.is_some_and(|(_, reset)| reset > now)
     }
 
-    /// What a response said, on the wall clock, to share.
+    /// What a response said, on the wall clock, to share. A closure is shared as the server
+    /// named it, without this process's spread: the store's reservations keep the processes
+    /// from stampeding, and the fleet measures windows by it.
     pub(super) fn from_report(report: Report, clocks: &Anchor) -> Window {
+        let closed_until = report.instructed_until.or(report.closed_until);
         Window {
-            closed_until: report.closed_until.map(|at| clocks.wall(at)),
+            closed_until: closed_until.map(|at| clocks.wall(at)),
             quota: report
                 .quota
                 .map(|quota| (quota.remaining, clocks.wall(quota.reset_at))),
