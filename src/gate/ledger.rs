@@ -471,7 +471,7 @@ mod tests {
         let now = SystemTime::now();
         let mut ledger = learned_five(now);
         let mut opened = now + SECOND;
-        let mut sent_in = |ledger: &mut Ledger, at: SystemTime| {
+        let sent_in = |ledger: &mut Ledger, at: SystemTime| {
             let mut sent = 0;
             while matches!(ledger.reserve(at, true), Reservation::Granted(_)) {
                 sent += 1;
