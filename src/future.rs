@@ -34,7 +34,6 @@ use std::time::Duration;
 use http::request::Parts;
 use http::{Request, Response, response};
 use pin_project_lite::pin_project;
-use tokio::task::JoinHandle;
 use tokio::time::{Instant, Sleep};
 use tower_service::Service;
 
@@ -42,7 +41,7 @@ use crate::budget::{Answer, Budget, closure};
 use crate::config::Config;
 use crate::cost::CallCost;
 use crate::events;
-use crate::gate::{Call, Entered, Held, Pass, Place, Reservation, Retry, Said, after};
+use crate::gate::{Call, Entered, Held, Pass, Place, Reservation, Reserving, Retry, Said, after};
 use crate::jitter::Draws;
 use crate::policy::{Action, Attempt, BoxError, Outcome, Policy};
 use crate::throttled::Throttled;
@@ -69,6 +68,9 @@ pin_project! {
         budget: Budget,
         // The call's handle on its key's gate; `None` for a call that is not gated.
         gate: Option<Call>,
+        // The service was polled ready for the next attempt: by the caller, for the first,
+        // until it is sent or the call waits (a wait gives the readiness back).
+        ready: bool,
         draws: Draws,
     }
 }
@@ -84,8 +86,8 @@ pin_project! {
         // A backoff the call sleeps itself.
         Sleeping { sleep: Timer, body: B },
         // Let through by its gate: waiting for the store shared with other processes to
-        // reserve the request (`ready`: the service was polled ready for it).
-        Reserving { reserving: JoinHandle<Option<Reservation>>, pass: Pass, body: B, ready: bool },
+        // reserve the request.
+        Reserving { reserving: Reserving, pass: Pass, body: B },
         // Let through: waiting for the service to take the request.
         Readying { pass: Option<Pass>, body: B },
         // The request is out.
@@ -140,6 +142,7 @@ where
             last: None,
             budget: Budget::default(),
             gate,
+            ready: true,
         }
     }
 }
@@ -189,7 +192,7 @@ where
                         Ok(pass) => {
                             this.budget.add_wait(now - since);
                             match this.state.as_mut().project_replace(State::Done) {
-                                StateOwned::Waiting { body, .. } => this.clear(pass, body, false),
+                                StateOwned::Waiting { body, .. } => this.clear(pass, body),
                                 _ => continue,
                             }
                         }
@@ -210,12 +213,12 @@ where
                     }
                 }
                 StateProj::Reserving { reserving, .. } => {
-                    // A task that failed reserved nothing: the call goes by its own gate.
-                    let answer = ready!(Pin::new(reserving).poll(cx)).ok().flatten();
+                    let answer = ready!(reserving.poll(cx));
+                    this.budget.add_wait(reserving.since().elapsed());
                     match this.state.as_mut().project_replace(State::Done) {
-                        StateOwned::Reserving {
-                            pass, body, ready, ..
-                        } => this.reserved(answer, pass, body, ready),
+                        StateOwned::Reserving { pass, body, .. } => {
+                            this.reserved(answer, pass, body)
+                        }
                         _ => continue,
                     }
                 }
@@ -284,38 +287,49 @@ where
                 let wait = settings
                     .backoff
                     .instructed(until.saturating_duration_since(now), self.draws.unit());
-                self.budget.add_wait(wait);
-                Step::Next(State::Sleeping {
-                    sleep: Box::pin(tokio::time::sleep_until(after(now, wait))),
-                    body,
-                })
+                self.sleep(wait, body, now)
             }
             Entered::Held(until) => {
                 let wait = until.saturating_duration_since(now);
                 if let Some(gate) = self.gate.as_ref() {
                     events::at_gate(gate.key(), wait, self.budget.retries() + 1, None);
                 }
-                self.budget.add_wait(wait);
-                Step::Next(State::Sleeping {
-                    sleep: Box::pin(tokio::time::sleep_until(until)),
-                    body,
-                })
+                self.sleep(wait, body, now)
             }
+        }
+    }
+
+    /// The attempt with `body` sleeps `wait` from `now` before it arrives at its gate again,
+    /// holding no readiness meanwhile (as at the gate).
+    fn sleep(&mut self, wait: Duration, body: B, now: Instant) -> Step<S::Future, B, S::Response> {
+        self.unready();
+        self.budget.add_wait(wait);
+        Step::Next(State::Sleeping {
+            sleep: Box::pin(tokio::time::sleep_until(after(now, wait))),
+            body,
+        })
+    }
+
+    /// Gives back the readiness the service was polled for: a service polled ready may hold a
+    /// permit (a concurrency limit) that others need while this call waits.
+    fn unready(&mut self) {
+        if *self.ready {
+            *self.service = self.service.clone();
+            *self.ready = false;
         }
     }
 
     /// The attempt with `body`, let through by its gate with `pass`, has what it needs before
     /// it is sent: a reservation from the store its gates share with other processes, if they
-    /// do. `ready`: the service was polled ready for it.
-    fn clear(&mut self, pass: Pass, body: B, ready: bool) -> Step<S::Future, B, S::Response> {
+    /// do.
+    fn clear(&mut self, pass: Pass, body: B) -> Step<S::Future, B, S::Response> {
         match self.gate.as_ref().and_then(Call::reserve) {
             Some(reserving) => Step::Next(State::Reserving {
                 reserving,
                 pass,
                 body,
-                ready,
             }),
-            None => self.proceed(Some(pass), body, ready),
+            None => self.proceed(Some(pass), body),
         }
     }
 
@@ -326,7 +340,6 @@ where
         answer: Option<Reservation>,
         mut pass: Pass,
         body: B,
-        ready: bool,
     ) -> Step<S::Future, B, S::Response> {
         match (answer, self.gate.as_ref()) {
             (Some(Reservation::NotBefore { until, window }), Some(gate)) => {
@@ -339,21 +352,16 @@ where
             }
             (Some(Reservation::Granted(ticket)), _) => {
                 pass.reserved(ticket);
-                self.proceed(Some(pass), body, ready)
+                self.proceed(Some(pass), body)
             }
-            _ => self.proceed(Some(pass), body, ready),
+            _ => self.proceed(Some(pass), body),
         }
     }
 
-    /// The attempt with `body` goes with `pass`: at once on a service polled `ready` for it,
+    /// The attempt with `body` goes with `pass`: at once on a service polled ready for it,
     /// otherwise once the service is ready.
-    fn proceed(
-        &mut self,
-        pass: Option<Pass>,
-        body: B,
-        ready: bool,
-    ) -> Step<S::Future, B, S::Response> {
-        if ready {
+    fn proceed(&mut self, pass: Option<Pass>, body: B) -> Step<S::Future, B, S::Response> {
+        if *self.ready {
             self.send(pass, body)
         } else {
             Step::Next(State::Readying { pass, body })
@@ -363,19 +371,16 @@ where
     /// The attempt with `body` goes through its gate, with `pass` (none if it is not gated):
     /// the first on the service the caller polled ready, a retry once its service is ready.
     fn go(&mut self, pass: Option<Pass>, body: B) -> Step<S::Future, B, S::Response> {
-        let ready = self.budget.retries() == 0;
         match pass {
-            Some(pass) => self.clear(pass, body, ready),
-            None => self.proceed(None, body, ready),
+            Some(pass) => self.clear(pass, body),
+            None => self.proceed(None, body),
         }
     }
 
     /// The attempt with `body` waits at its gate from `now`, in `place`, at most what is left
     /// of the call's budget.
     fn wait(&mut self, place: Place, body: B, now: Instant) -> Step<S::Future, B, S::Response> {
-        // Waiting holds no readiness: a service polled ready may hold a permit (a concurrency
-        // limit) that others need meanwhile.
-        *self.service = self.service.clone();
+        self.unready();
         let left = self.budget.time_left(&self.config.settings);
         Step::Next(State::Waiting {
             sleep: Box::pin(tokio::time::sleep_until(after(now, left))),
@@ -389,6 +394,7 @@ where
     fn send(&mut self, pass: Option<Pass>, body: B) -> Step<S::Future, B, S::Response> {
         let request = Request::from_parts(self.request.clone(), body);
         let future = self.service.call(request);
+        *self.ready = false;
         Step::Next(State::Calling { future, pass })
     }
 

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::Request;
-use limiter::{Headers, Limiter, Model};
+use limiter::{Headers, Limiter, Model, retry_after};
 use tokio::time::Instant;
 use tower::{Layer, ServiceExt};
-use tower_retry_after::{Gates, MemoryStore, RateLimitLayer};
+use tower_retry_after::{Gates, Key, MemoryStore, RateLimitLayer, Window, WindowStore};
 
 const SECOND: Duration = Duration::from_secs(1);
 const PROCESSES: usize = 4;
@@ -125,4 +125,66 @@ async fn a_fleet_sharing_a_store_learns_the_limit_a_server_does_not_publish() {
         shared.refused,
         alone.refused
     );
+}
+
+/// A call held by the store after it waited at its own gate was sent on a service it had not
+/// polled ready: a concurrency limit beneath the layer panics on that.
+#[tokio::test(start_paused = true)]
+async fn a_call_the_store_held_after_waiting_at_its_gate_is_sent_only_on_a_ready_service() {
+    let limiter = Limiter::new(Model::ClosedUntil(Instant::now()), Headers::RetryAfter)
+        .scripted(vec![(429, retry_after(SECOND))]);
+    let store = Arc::new(MemoryStore::new());
+    let layer = RateLimitLayer::new().gates(Gates::with_store(store.clone()));
+    let service = layer.layer(tower::limit::ConcurrencyLimit::new(limiter.clone(), 10));
+    let request = || {
+        Request::get("http://api.test/items")
+            .body(String::new())
+            .unwrap()
+    };
+    let refused = tokio::spawn(service.clone().oneshot(request()));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let waiting = tokio::spawn(service.clone().oneshot(request()));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Meanwhile another process met a closure of 5 s.
+    let now = std::time::SystemTime::now();
+    let closed = Window {
+        closed_until: Some(now + 5 * SECOND),
+        ..Window::default()
+    };
+    let key = Key::from_origin("http://api.test").unwrap();
+    store.merge(&key, closed, None, now).await.unwrap();
+    for call in [refused, waiting] {
+        assert_eq!(call.await.unwrap().unwrap().status(), 200);
+    }
+    let log = limiter.log();
+    assert_eq!(log.len(), 3, "{log:?}");
+    assert!(
+        log[1].0 >= log[0].0 + 4 * SECOND,
+        "held by the other process's closure"
+    );
+}
+
+/// An instruction beyond the cap is not kept by the process that met it (its caller has the
+/// 429 at once), and not shared either: it holds no other process.
+#[tokio::test(start_paused = true)]
+async fn an_instruction_beyond_the_cap_holds_no_other_process() {
+    let limiter = Limiter::new(Model::ClosedUntil(Instant::now()), Headers::RetryAfter)
+        .scripted(vec![(429, retry_after(3600 * SECOND))]);
+    let store = Arc::new(MemoryStore::new());
+    let [first, second] = [0, 1].map(|_| {
+        let layer = RateLimitLayer::new().gates(Gates::with_store(store.clone()));
+        layer.layer(limiter.clone())
+    });
+    let request = || {
+        Request::get("http://api.test/items")
+            .body(String::new())
+            .unwrap()
+    };
+    let refused = first.oneshot(request()).await.unwrap();
+    assert_eq!(refused.status(), 429);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = Instant::now();
+    let other = second.oneshot(request()).await.unwrap();
+    assert_eq!(other.status(), 200);
+    assert!(started.elapsed() < SECOND, "held {:?}", started.elapsed());
 }

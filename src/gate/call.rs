@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use http::Response;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::Gates;
@@ -15,8 +14,9 @@ use super::quota::Quota;
 use super::release::Pace;
 use super::report::Report;
 use super::routes::Known;
+use super::shared::Reserving;
 use super::state::Gate;
-use super::store::{Reservation, Window};
+use super::store::Window;
 use super::terms::Terms;
 use super::ticket::{Pass, Place};
 use super::time::{ServerClock, after};
@@ -189,9 +189,8 @@ impl Call {
     }
 
     /// Asks the store the gates share with other processes, if they do, to reserve the
-    /// request this call's gate let through; the task answers `None` if the store did not
-    /// answer in time.
-    pub(crate) fn reserve(&self) -> Option<JoinHandle<Option<Reservation>>> {
+    /// request this call's gate let through.
+    pub(crate) fn reserve(&self) -> Option<Reserving> {
         let registry = &self.gates.registry;
         let shared = registry.shared.as_ref()?;
         let now = registry.clocks().wall(Instant::now());

@@ -166,6 +166,13 @@ impl Ledger {
                 self.opened = None;
             }
         }
+        if let (Some((opened, _)), None) = (self.opened, self.learned) {
+            // Nothing learned yet: a window is measured over at most this long, so that a
+            // refusal after a long quiet run does not teach a limit over all of it.
+            if now >= opened + OUT_AT_MOST {
+                self.opened = None;
+            }
+        }
         if self.opened.is_none() {
             if let Some(refused) = self.refused.take() {
                 self.learn(refused);
@@ -198,10 +205,15 @@ impl Ledger {
 
     /// What a refused window measured: the requests it accepted are the limit. A window that
     /// accepted none, or far fewer than the limit, opened before the server's did: only its
-    /// length is taken, and only to lengthen the window.
+    /// length is taken, and only to lengthen the window. One longer than [`OUT_AT_MOST`]
+    /// teaches nothing.
     fn learn(&mut self, refused: Refused) {
         let accepted = (refused.to - refused.from).saturating_sub(refused.refusals);
         let span = refused.span;
+        if span > OUT_AT_MOST {
+            // Longer than any wait a call keeps: not a window to pace by.
+            return;
+        }
         self.learned = Some(match self.learned {
             Some(known) if accepted == 0 || accepted < known.limit / 2 => Learned {
                 span: known.span.max(span),
@@ -540,5 +552,26 @@ mod tests {
             granted(&mut ledger, opened);
         }
         assert_eq!(held_until(&mut ledger, opened, true), Some(opened + SECOND));
+    }
+
+    #[test]
+    fn a_refusal_after_a_long_quiet_run_teaches_no_limit_over_all_of_it() {
+        let now = SystemTime::now();
+        let mut ledger = Ledger::default();
+        for _ in 0..600 {
+            let answered = granted(&mut ledger, now);
+            ledger.merge(Window::default(), Some(answered), now);
+        }
+        let later = now + 10 * OUT_AT_MOST;
+        let refused_one = granted(&mut ledger, later);
+        ledger.merge(refused(later + SECOND), Some(refused_one), later);
+        let reopened = later + SECOND;
+        for _ in 0..100 {
+            granted(&mut ledger, reopened);
+        }
+        assert_eq!(
+            ledger.learned, None,
+            "a window of one request refused teaches nothing"
+        );
     }
 }

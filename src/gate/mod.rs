@@ -41,6 +41,7 @@ use tokio::time::Instant;
 pub(crate) use call::{Call, Entered, Said};
 #[cfg(feature = "redis")]
 pub(crate) use ledger::{LOOK_AGAIN, OUT_AT_MOST};
+pub(crate) use shared::Reserving;
 pub use snapshot::GateSnapshot;
 pub use store::{MemoryStore, Reservation, StoreError, StoreFuture, Ticket, Window, WindowStore};
 pub(crate) use ticket::{Held, Pass, Place, Retry};

@@ -1,16 +1,19 @@
 //! The gates' side of a shared store. Each question runs as a task of its own (off the poll
-//! path and off the gates' lock) within a deadline; past it, or while the store is out, the
-//! gates go by what their process knows alone. An outage is told once, when it begins, and
+//! path and off the gates' lock), and a call waits for the answer within a deadline; past it,
+//! or while the store is out, the gates go by what their process knows alone. An outage is told once, when it begins, and
 //! once when the store answers again; meanwhile one call a second tries the store, the others
 //! do not wait for it.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, ready};
 use std::time::{Duration, SystemTime};
 
 use tokio::runtime::Handle;
-use tokio::task::JoinHandle;
-use tokio::time::{Instant, timeout};
+use tokio::sync::oneshot;
+use tokio::time::{Instant, Timeout, timeout};
 
 use super::store::{Reservation, StoreError, Ticket, Window, WindowStore};
 use crate::key::Key;
@@ -22,6 +25,11 @@ pub(crate) const DEADLINE: Duration = Duration::from_millis(50);
 
 /// How often the store is tried while it is out.
 const RETRY: Duration = Duration::from_secs(1);
+
+/// How long the task asking the store waits for its answer (the call waits only the deadline):
+/// a reservation answered after the call stopped waiting is given back, so that no request
+/// counts as out that was never sent.
+const LATE: Duration = Duration::from_secs(5);
 
 /// A store, how long to wait for it, and whether it is out.
 pub(super) struct Shared {
@@ -39,26 +47,33 @@ impl Shared {
         }
     }
 
-    /// Asks for a reservation for a request on `key` about to go; `None` when the store is not
-    /// asked (it is out, or there is no runtime to ask it from). The task's answer is `None`
-    /// when the store did not answer in time.
-    pub(super) fn reserve(
-        &self,
-        key: &Key,
-        metered: bool,
-        now: SystemTime,
-    ) -> Option<JoinHandle<Option<Reservation>>> {
+    /// Asks for a reservation for a request on `key` about to go at `now`; `None` when the
+    /// store is not asked (it is out, or there is no runtime to ask it from).
+    pub(super) fn reserve(&self, key: &Key, metered: bool, now: SystemTime) -> Option<Reserving> {
         let runtime = Handle::try_current().ok()?;
         if !self.outage.may_ask(Instant::now()) {
             return None;
         }
         let asked = self.store.reserve(key, metered, now);
-        let (deadline, outage) = (self.deadline, self.outage.clone());
-        Some(runtime.spawn(async move { outage.heard(timeout(deadline, asked).await) }))
+        let (store, key, outage) = (self.store.clone(), key.clone(), self.outage.clone());
+        let (answer, waiting) = oneshot::channel();
+        runtime.spawn(async move {
+            let reservation = outage.heard(timeout(LATE, asked).await);
+            if let Err(Some(Reservation::Granted(ticket))) = answer.send(reservation) {
+                // Nobody waits for it any more: the request it was for is not sent.
+                let given_back = store.merge(&key, Window::default(), Some(ticket), now);
+                outage.heard(timeout(LATE, given_back).await);
+            }
+        });
+        Some(Reserving(Box::new(Asked {
+            waiting: Box::pin(timeout(self.deadline, waiting)),
+            outage: self.outage.clone(),
+            since: Instant::now(),
+        })))
     }
 
-    /// Shares what a response to a request on `key`, reserved with `ticket`, said. Nothing
-    /// waits for it.
+    /// Shares what a response to a request on `key`, reserved with `ticket`, said at `now`.
+    /// Nothing waits for it.
     pub(super) fn merge(&self, key: &Key, window: Window, ticket: Option<Ticket>, now: SystemTime) {
         let Ok(runtime) = Handle::try_current() else {
             return;
@@ -67,8 +82,41 @@ impl Shared {
             return;
         }
         let merged = self.store.merge(key, window, ticket, now);
-        let (deadline, outage) = (self.deadline, self.outage.clone());
-        runtime.spawn(async move { outage.heard(timeout(deadline, merged).await) });
+        let outage = self.outage.clone();
+        runtime.spawn(async move { outage.heard(timeout(LATE, merged).await) });
+    }
+}
+
+/// A reservation being asked for, as a call waits for it: the store's answer, or `None` past
+/// the gates' deadline (or if the store could not answer). Boxed: a call's state stays small.
+pub(crate) struct Reserving(Box<Asked>);
+
+struct Asked {
+    waiting: Pin<Box<Timeout<oneshot::Receiver<Option<Reservation>>>>>,
+    outage: Arc<Outage>,
+    since: Instant,
+}
+
+impl Reserving {
+    /// When the call began to wait for the answer.
+    pub(crate) fn since(&self) -> Instant {
+        self.0.since
+    }
+
+    pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Option<Reservation>> {
+        let asked = &mut *self.0;
+        Poll::Ready(match ready!(asked.waiting.as_mut().poll(cx)) {
+            Ok(Ok(Some(reservation))) => {
+                asked.outage.answered();
+                Some(reservation)
+            }
+            // The store could not answer: the task noted why.
+            Ok(_) => None,
+            Err(_) => {
+                asked.outage.failed(&"no answer within the deadline");
+                None
+            }
+        })
     }
 }
 
@@ -96,26 +144,29 @@ impl Outage {
         }
     }
 
-    /// The store's answer, or why there was none, noted: the answer if it came in time.
+    /// The store's answer, or why there was none: the answer, a failure noted. Only an
+    /// answer a call had in time says the store is back (`answered`).
     fn heard<T>(
         &self,
         answer: Result<Result<T, StoreError>, tokio::time::error::Elapsed>,
     ) -> Option<T> {
         match answer {
-            Ok(Ok(answer)) => {
-                if self.down.swap(false, Ordering::Relaxed) {
-                    tracing::info!("shared store answers again: gates share what servers say");
-                }
-                Some(answer)
-            }
+            Ok(Ok(answer)) => Some(answer),
             Ok(Err(error)) => {
                 self.failed(&error);
                 None
             }
             Err(_) => {
-                self.failed(&"no answer within the deadline");
+                self.failed(&"no answer");
                 None
             }
+        }
+    }
+
+    /// A call had the store's answer in time.
+    fn answered(&self) {
+        if self.down.swap(false, Ordering::Relaxed) {
+            tracing::info!("shared store answers again: gates share what servers say");
         }
     }
 
@@ -134,6 +185,7 @@ impl Outage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gate::MemoryStore;
     use crate::gate::store::StoreFuture;
     use std::sync::atomic::AtomicUsize;
 
@@ -153,57 +205,70 @@ mod tests {
         }
     }
 
+    async fn answer(mut reserving: Reserving) -> Option<Reservation> {
+        std::future::poll_fn(|cx| reserving.poll(cx)).await
+    }
+
+    fn ask(shared: &Shared) -> Option<Reserving> {
+        shared.reserve(&Key::named("api"), true, SystemTime::now())
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_store_that_does_not_answer_costs_a_call_the_deadline_then_one_try_a_second() {
         let silent = Arc::new(Silent::default());
         let shared = Shared::new(silent.clone(), DEADLINE);
-        let key = Key::named("api");
         let started = Instant::now();
-        let asked = shared
-            .reserve(&key, true, SystemTime::now())
-            .expect("asked");
-        assert_eq!(asked.await.unwrap(), None);
+        assert_eq!(answer(ask(&shared).expect("asked")).await, None);
         assert_eq!(started.elapsed(), DEADLINE);
         for _ in 0..100 {
-            assert!(
-                shared.reserve(&key, true, SystemTime::now()).is_none(),
-                "not asked while out"
-            );
+            assert!(ask(&shared).is_none(), "not asked while out");
         }
-        shared.merge(&key, Window::default(), None, SystemTime::now());
+        shared.merge(
+            &Key::named("api"),
+            Window::default(),
+            None,
+            SystemTime::now(),
+        );
         assert_eq!(silent.0.load(Ordering::Relaxed), 1);
         tokio::time::sleep(RETRY).await;
-        assert!(
-            shared.reserve(&key, true, SystemTime::now()).is_some(),
-            "tried again"
-        );
-        assert!(
-            shared.reserve(&key, true, SystemTime::now()).is_none(),
-            "once"
-        );
+        assert!(ask(&shared).is_some(), "tried again");
+        assert!(ask(&shared).is_none(), "once");
         assert_eq!(silent.0.load(Ordering::Relaxed), 2);
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_store_that_answers_again_is_asked_by_every_call() {
-        let shared = Shared::new(Arc::new(crate::gate::MemoryStore::new()), DEADLINE);
+        let shared = Shared::new(Arc::new(MemoryStore::new()), DEADLINE);
         shared.outage.failed(&"refused");
-        let key = Key::named("api");
-        assert!(
-            shared.reserve(&key, true, SystemTime::now()).is_none(),
-            "out"
-        );
+        assert!(ask(&shared).is_none(), "out");
         tokio::time::sleep(RETRY).await;
-        let answered = shared
-            .reserve(&key, true, SystemTime::now())
-            .unwrap()
-            .await
-            .unwrap();
+        let answered = answer(ask(&shared).unwrap()).await;
         assert!(matches!(answered, Some(Reservation::Granted(_))));
-        assert!(shared.reserve(&key, true, SystemTime::now()).is_some());
-        assert!(
-            shared.reserve(&key, true, SystemTime::now()).is_some(),
-            "every call asks again"
-        );
+        assert!(ask(&shared).is_some());
+        assert!(ask(&shared).is_some(), "every call asks again");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reservation_no_call_waits_for_any_more_is_given_back() {
+        let store = Arc::new(MemoryStore::new());
+        let shared = Shared::new(store.clone(), DEADLINE);
+        let key = Key::named("api");
+        let now = SystemTime::now();
+        let two_left = Window {
+            quota: Some((2, now + RETRY * 60)),
+            ..Window::default()
+        };
+        store.merge(&key, two_left, None, now).await.unwrap();
+        // The call is dropped before its reservation comes back.
+        drop(ask(&shared));
+        tokio::task::yield_now().await;
+        tokio::task::yield_now().await;
+        for _ in 0..2 {
+            let granted = store.reserve(&key, true, now).await.unwrap();
+            assert!(
+                matches!(granted, Reservation::Granted(_)),
+                "both still left"
+            );
+        }
     }
 }

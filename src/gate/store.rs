@@ -51,11 +51,18 @@ impl Window {
             || self.quota.is_some_and(|(_, reset)| reset > now)
     }
 
-    /// What a response said, on the wall clock, to share. A closure is shared as the server
-    /// named it, without this process's spread: the store's reservations keep the processes
-    /// from stampeding, and the fleet measures windows by it.
+    /// What a response said, on the wall clock, to share. A closure this process keeps is
+    /// shared as the server named it, without this process's spread: the store's
+    /// reservations keep the processes from stampeding, and the fleet measures windows by it.
+    /// An instruction this process does not keep (beyond its cap, or on an answer that closes
+    /// nothing) is not shared.
     pub(super) fn from_report(report: Report, clocks: &Anchor) -> Window {
-        let closed_until = report.instructed_until.or(report.closed_until);
+        let closed_until = report.closed_until.map(|closed| {
+            report
+                .instructed_until
+                .filter(|instructed| *instructed <= closed)
+                .unwrap_or(closed)
+        });
         Window {
             closed_until: closed_until.map(|at| clocks.wall(at)),
             quota: report

@@ -39,7 +39,18 @@ local function available()
   return math.max(remaining - out, 0)
 end
 
+-- Every key expires on its own, a little after the last time it names (never shortened: the
+-- merge script may have named a later one); the requests out as their answers come (an empty
+-- set is no key).
+local function keep()
+  local last = math.max(closed, remaining and reset or 0, opened and opened + l_span or 0, now)
+  if redis.call('PTTL', KEYS[1]) < last - now + linger then
+    redis.call('PEXPIRE', KEYS[1], last - now + linger)
+  end
+end
+
 local function held(till)
+  keep()
   local shown_quota = remaining and reset > now and not restored
   return {
     1,
@@ -83,7 +94,12 @@ if not remaining then
       l_raised and 1 or 0)
     opened = nil
   end
-  if not opened and r_span then
+  if opened and not l_limit and now >= opened + out_at_most then
+    -- Nothing learned yet: a window is measured over at most this long, so that a refusal
+    -- after a long quiet run does not teach a limit over all of it.
+    opened = nil
+  end
+  if not opened and r_span and r_span <= out_at_most then
     -- What the refused window measured: the requests it accepted are the limit. One that
     -- accepted none, or far fewer than the limit, opened before the server's did: only its
     -- length is taken, and only to lengthen the window. Of the lengths measured, the
@@ -105,6 +121,8 @@ if not remaining then
       redis.call('HSET', KEYS[1], 'l_limit', l_limit, 'l_span', l_span, 'l_unrefused',
         l_unrefused, 'l_patience', l_patience, 'l_raised', l_raised and 1 or 0)
     end
+  end
+  if not opened and r_span then
     redis.call('HDEL', KEYS[1], 'r_span', 'r_from', 'r_to', 'r_refusals')
   end
   if not opened then
@@ -119,11 +137,6 @@ end
 issued = issued + 1
 redis.call('HSET', KEYS[1], 'issued', issued)
 redis.call('ZADD', KEYS[2], now + out_at_most, issued)
--- Every key expires on its own, a little after the last time it names; the requests out as
--- their answers come (an empty set is no key).
-local last = math.max(closed, remaining and reset or 0, opened and opened + l_span or 0, now)
-if redis.call('PTTL', KEYS[1]) < last - now + linger then
-  redis.call('PEXPIRE', KEYS[1], last - now + linger)
-end
+keep()
 redis.call('PEXPIRE', KEYS[2], out_at_most + linger)
 return {0, issued}
