@@ -259,6 +259,88 @@ async fn every_key_expires_on_its_own_under_its_prefix() {
     assert_eq!(keys(&url, "expiry:new#out").await.len(), 0);
 }
 
+/// The same seeded run of reservations and answers through the in-memory ledger and through
+/// Redis's scripts: every answer the same (the scripts keep the ledger's rules).
+#[tokio::test]
+async fn the_redis_scripts_answer_as_the_in_memory_ledger_does() {
+    let Some(url) = redis_url("parity") else {
+        return;
+    };
+    let memory = tower_retry_after::MemoryStore::new();
+    let redis = store(&url, "parity");
+    let key = Key::named("api");
+    let now = SystemTime::now();
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut draw = |below: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % below
+    };
+    let mut tickets = Vec::new();
+    for step in 0..400 {
+        let stores: [&dyn WindowStore; 2] = [&memory, &redis];
+        match draw(10) {
+            0..=5 => {
+                let metered = draw(4) > 0;
+                let mut answers = Vec::new();
+                for store in stores {
+                    answers.push(store.reserve(&key, metered, now).await.unwrap());
+                }
+                match (&answers[0], &answers[1]) {
+                    (Reservation::Granted(a), Reservation::Granted(b)) => {
+                        assert_eq!(a, b, "step {step}");
+                        tickets.push(*a);
+                    }
+                    (
+                        Reservation::NotBefore {
+                            until: a,
+                            window: x,
+                        },
+                        Reservation::NotBefore {
+                            until: b,
+                            window: y,
+                        },
+                    ) => {
+                        let apart = a.duration_since(*b).or_else(|_| b.duration_since(*a));
+                        assert!(apart.unwrap() < Duration::from_millis(100), "step {step}");
+                        assert_eq!(
+                            x.quota.map(|(left, _)| left),
+                            y.quota.map(|(left, _)| left),
+                            "step {step}"
+                        );
+                    }
+                    (memory, redis) => panic!("step {step}: {memory:?} against {redis:?}"),
+                }
+            }
+            kind => {
+                let ticket = match draw(3) {
+                    0 => None,
+                    _ if tickets.is_empty() => None,
+                    _ => Some(tickets.swap_remove(draw(tickets.len() as u64) as usize)),
+                };
+                let reset = now + Duration::from_secs(10 + draw(2) * 5);
+                let window = match kind {
+                    6 | 7 => Window {
+                        quota: Some((draw(30), reset)),
+                        limit: Some(30),
+                        ..Window::default()
+                    },
+                    8 => Window::default(),
+                    _ if step > 350 => Window {
+                        closed_until: Some(now + Duration::from_secs(20)),
+                        ..Window::default()
+                    },
+                    _ => Window::default(),
+                };
+                for store in stores {
+                    store.merge(&key, window, ticket, now).await.unwrap();
+                }
+            }
+        }
+    }
+}
+
 /// A proxy to Redis on loopback that holds every chunk either way for `delay`, and that can be
 /// cut: its connections closed, and no more taken.
 struct Proxy {
