@@ -11,13 +11,15 @@
 //! `release` (the probe and the paced reopening), told what each response said by a `report`;
 //! `registry` (every key's gate, bounded); `ticket` (what a call holds: a pass while its
 //! request is out, a place while it waits); `call` (a call's handle on its gate); `store` (what
-//! processes share, and `ledger`, the rules a store keeps them by); `shared` (how the gates ask
-//! a store, within a deadline); `time` (the two clocks); `snapshot` (what a caller reads).
+//! processes share), `ledger` (the rules a store keeps it by), `memory` (a store in memory) and
+//! `shared` (how the gates ask a store, within a deadline); `time` (the two clocks); `snapshot`
+//! (what a caller reads).
 
 mod answer;
 mod call;
 mod learned;
 mod ledger;
+mod memory;
 mod queue;
 mod quota;
 mod registry;
@@ -41,9 +43,10 @@ use tokio::time::Instant;
 pub(crate) use call::{Call, Entered, Said};
 #[cfg(feature = "redis")]
 pub(crate) use ledger::{LOOK_AGAIN, OUT_AT_MOST};
+pub use memory::MemoryStore;
 pub(crate) use shared::Reserving;
 pub use snapshot::GateSnapshot;
-pub use store::{MemoryStore, Reservation, StoreError, StoreFuture, Ticket, Window, WindowStore};
+pub use store::{Reservation, StoreError, StoreFuture, Ticket, Window, WindowStore};
 pub(crate) use ticket::{Held, Pass, Place, Retry};
 pub(crate) use time::after;
 
