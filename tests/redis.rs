@@ -221,6 +221,50 @@ async fn without_meters_the_fleet_learns_the_limit_its_refusals_show_and_keeps_t
 }
 
 #[tokio::test]
+async fn a_spent_window_with_no_whole_quota_given_restores_nothing() {
+    let Some(url) = redis_url("unrestored") else {
+        return;
+    };
+    let store = store(&url, "unrestored");
+    let key = Key::named("api");
+    let now = SystemTime::now();
+    let spent = Window {
+        quota: Some((0, now + Duration::from_millis(50))),
+        ..Window::default()
+    };
+    store.merge(&key, spent, None, now).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Nothing to restore: the calls go, and the server's answers say what the window holds.
+    for _ in 0..3 {
+        let granted = store.reserve(&key, true, SystemTime::now()).await.unwrap();
+        assert!(matches!(granted, Reservation::Granted(_)), "{granted:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_answer_to_a_request_sent_without_a_reservation_takes_none_off_those_out() {
+    let Some(url) = redis_url("unreserved") else {
+        return;
+    };
+    let store = store(&url, "unreserved");
+    let key = Key::named("api");
+    let now = SystemTime::now();
+    let reserve = || store.reserve(&key, true, now);
+    assert!(matches!(reserve().await.unwrap(), Reservation::Granted(_)));
+    // Another request went while the store was out; its answer quotes no ticket.
+    let two_left = Window {
+        quota: Some((2, now + Duration::from_secs(10))),
+        ..Window::default()
+    };
+    store.merge(&key, two_left, None, now).await.unwrap();
+    assert!(matches!(reserve().await.unwrap(), Reservation::Granted(_)));
+    assert!(
+        matches!(reserve().await.unwrap(), Reservation::NotBefore { .. }),
+        "the first reservation is still out"
+    );
+}
+
+#[tokio::test]
 async fn every_key_expires_on_its_own_under_its_prefix() {
     let Some(url) = redis_url("expiry") else {
         return;

@@ -574,4 +574,186 @@ mod tests {
             "a window of one request refused teaches nothing"
         );
     }
+
+    #[test]
+    fn a_ledger_tells_of_a_closure_or_window_until_the_instant_it_ends_and_not_at_it() {
+        // The gates hold calls by what the ledger tells, and a full store forgets only the
+        // ledgers that are not current: each kind of time is over at the instant it names.
+        let now = SystemTime::now();
+        let end = now + SECOND;
+        let mut closed = Ledger::default();
+        closed.merge(refused(end), None, now);
+        assert_eq!(closed.window(now).closed_until, Some(end));
+        assert_eq!(closed.window(end).closed_until, None);
+        assert!(closed.is_current(now) && !closed.is_current(end));
+        let mut metered = Ledger::default();
+        metered.merge(quota(2, end, None), None, now);
+        assert_eq!(metered.window(now).quota, Some((2, end)));
+        assert_eq!(metered.window(end).quota, None);
+        assert!(metered.is_current(now) && !metered.is_current(end));
+        let mut out = Ledger::default();
+        granted(&mut out, now);
+        assert!(out.is_current(now) && !out.is_current(now + OUT_AT_MOST));
+        // Only the learned window left: the five accepted and the next window's first answered.
+        let mut learned = learned_five(now);
+        for ticket in 1..=5 {
+            learned.merge(Window::default(), Some(Ticket::new(ticket)), now);
+        }
+        let opened = now + SECOND;
+        let first = granted(&mut learned, opened);
+        learned.merge(Window::default(), Some(first), opened);
+        assert!(learned.is_current(opened) && !learned.is_current(opened + SECOND));
+    }
+
+    #[test]
+    fn an_answer_whose_closure_and_meter_end_at_its_own_instant_changes_nothing() {
+        let now = SystemTime::now();
+        let reset = now + SECOND;
+        let mut ledger = Ledger::default();
+        ledger.merge(quota(0, reset, None), None, now);
+        let before = ledger.clone();
+        let over = Window {
+            closed_until: Some(reset),
+            quota: Some((0, reset)),
+            limit: None,
+        };
+        ledger.merge(over, None, reset);
+        assert_eq!(ledger, before);
+        // The window that reset is replaced by the next one's report, not folded with it.
+        ledger.merge(quota(5, reset + SECOND, None), None, reset);
+        assert_eq!(ledger.window(reset).quota, Some((5, reset + SECOND)));
+    }
+
+    #[test]
+    fn a_restored_window_is_told_to_no_gate_and_the_first_report_replaces_it_whole() {
+        let now = SystemTime::now();
+        let mut ledger = Ledger::default();
+        ledger.merge(quota(0, now + SECOND, Some(2)), None, now);
+        let reset = now + SECOND;
+        let tickets = [granted(&mut ledger, reset), granted(&mut ledger, reset)];
+        // The restored quota is a guess: a gate that took it would hold its calls for a
+        // whole window where the store has them look again in a moment.
+        let Reservation::NotBefore { window, .. } = ledger.reserve(reset, true) else {
+            panic!("granted past the restored quota");
+        };
+        assert_eq!(window.quota, None);
+        // The server's reset stands, not the restored one's (a second earlier).
+        ledger.merge(
+            quota(1, reset + 2 * SECOND, Some(2)),
+            Some(tickets[0]),
+            reset,
+        );
+        assert_eq!(ledger.window(reset).quota, Some((0, reset + 2 * SECOND)));
+    }
+
+    #[test]
+    fn a_call_held_by_the_learned_limit_is_told_the_window_is_spent_until_it_ends() {
+        // So that its process's own gate holds the other calls there, without asking.
+        let now = SystemTime::now();
+        let mut ledger = learned_five(now);
+        let opened = now + SECOND;
+        for _ in 0..5 {
+            granted(&mut ledger, opened);
+        }
+        let Reservation::NotBefore { until, window } = ledger.reserve(opened, true) else {
+            panic!("granted past the learned limit");
+        };
+        let spent = Window {
+            closed_until: None,
+            quota: Some((0, until)),
+            limit: Some(5),
+        };
+        assert_eq!(window, spent);
+    }
+
+    #[test]
+    fn a_refusal_to_a_request_reserved_before_the_window_counts_against_nothing() {
+        let now = SystemTime::now();
+        let mut ledger = Ledger::default();
+        let before: Vec<_> = (0..6).map(|_| granted(&mut ledger, now)).collect();
+        // The fifth is refused; the sixth's answer is slow.
+        ledger.merge(refused(now + SECOND), Some(before[4]), now);
+        let opened = now + SECOND;
+        let tickets: Vec<_> = (0..5).map(|_| granted(&mut ledger, opened)).collect();
+        ledger.merge(refused(opened + SECOND), Some(tickets[4]), opened);
+        // The sixth, reserved in the window before, comes back refused as well.
+        ledger.merge(refused(opened + SECOND), Some(before[5]), opened);
+        let reopened = opened + SECOND;
+        for _ in 0..4 {
+            granted(&mut ledger, reopened);
+        }
+        assert!(held_until(&mut ledger, reopened, true).is_some());
+    }
+
+    #[test]
+    fn a_refused_window_of_up_to_a_minute_teaches_and_a_longer_one_does_not() {
+        let now = SystemTime::now();
+        let learned = |span: Duration| {
+            let mut ledger = Ledger::default();
+            let tickets: Vec<_> = (0..3).map(|_| granted(&mut ledger, now)).collect();
+            ledger.merge(refused(now + span), Some(tickets[2]), now);
+            granted(&mut ledger, now + span);
+            ledger.learned.map(|learned| learned.limit)
+        };
+        assert_eq!(learned(OUT_AT_MOST), Some(2));
+        assert_eq!(learned(OUT_AT_MOST + SECOND), None);
+    }
+
+    #[test]
+    fn a_refused_window_that_accepted_under_half_the_limit_keeps_it_and_half_sets_it() {
+        let now = SystemTime::now();
+        let limit_after = |accepted: usize| {
+            let mut ledger = learned_five(now);
+            let opened = now + SECOND;
+            let tickets: Vec<_> = (0..=accepted)
+                .map(|_| granted(&mut ledger, opened))
+                .collect();
+            ledger.merge(refused(opened + SECOND), tickets.last().copied(), opened);
+            granted(&mut ledger, opened + SECOND);
+            ledger.learned.map(|learned| learned.limit)
+        };
+        assert_eq!(
+            limit_after(1),
+            Some(5),
+            "opened before the server's window did"
+        );
+        assert_eq!(limit_after(2), Some(2));
+    }
+
+    #[test]
+    fn a_refusal_of_a_limit_that_was_not_raised_leaves_the_patience_as_it_was() {
+        let now = SystemTime::now();
+        let mut ledger = learned_five(now);
+        let opened = now + SECOND;
+        let tickets: Vec<_> = (0..5).map(|_| granted(&mut ledger, opened)).collect();
+        ledger.merge(refused(opened + SECOND), Some(tickets[4]), opened);
+        granted(&mut ledger, opened + SECOND);
+        let learned = ledger.learned.expect("a limit learned");
+        assert_eq!((learned.limit, learned.patience), (4, PATIENCE));
+    }
+
+    #[test]
+    fn a_refusal_that_reports_a_meter_teaches_no_learned_limit() {
+        // A 429 whose meter resets as it is read (`t=0`): the server publishes its quota.
+        let now = SystemTime::now();
+        let mut ledger = Ledger::default();
+        let tickets: Vec<_> = (0..3).map(|_| granted(&mut ledger, now)).collect();
+        let refused = Window {
+            closed_until: Some(now + SECOND),
+            quota: Some((0, now)),
+            limit: None,
+        };
+        ledger.merge(refused, Some(tickets[2]), now);
+        granted(&mut ledger, now + SECOND);
+        assert_eq!(ledger.learned, None);
+    }
+
+    #[test]
+    fn a_whole_quota_of_zero_restores_nothing() {
+        // A restored window of nothing would hold every call, a look again at a time, for ever.
+        let now = SystemTime::now();
+        let mut ledger = Ledger::default();
+        ledger.merge(quota(0, now + SECOND, Some(0)), None, now);
+        assert_eq!(held_until(&mut ledger, now + SECOND, true), None);
+    }
 }

@@ -205,6 +205,21 @@ mod tests {
         }
     }
 
+    /// Counts the warnings emitted.
+    struct Warnings(Arc<AtomicUsize>);
+
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Warnings {
+        fn on_event(
+            &self,
+            event: &tracing::Event<'_>,
+            _: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            if *event.metadata().level() == tracing::Level::WARN {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
     async fn answer(mut reserving: Reserving) -> Option<Reservation> {
         std::future::poll_fn(|cx| reserving.poll(cx)).await
     }
@@ -234,6 +249,21 @@ mod tests {
         assert!(ask(&shared).is_some(), "tried again");
         assert!(ask(&shared).is_none(), "once");
         assert_eq!(silent.0.load(Ordering::Relaxed), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_outage_is_told_once_when_it_begins() {
+        use tracing_subscriber::layer::SubscriberExt;
+        let warnings = Arc::new(AtomicUsize::new(0));
+        let subscriber = tracing_subscriber::registry().with(Warnings(warnings.clone()));
+        let _told = tracing::subscriber::set_default(subscriber);
+        let shared = Shared::new(Arc::new(Silent::default()), DEADLINE);
+        // Three tries a second apart, none answered: one outage, told once, not once a try.
+        for _ in 0..3 {
+            assert_eq!(answer(ask(&shared).expect("asked")).await, None);
+            tokio::time::sleep(RETRY).await;
+        }
+        assert_eq!(warnings.load(Ordering::Relaxed), 1);
     }
 
     #[tokio::test(start_paused = true)]

@@ -257,5 +257,74 @@ mod tests {
         assert!(!closed.is_current(now));
         assert!(!spent(now).is_current(now));
         assert!(spent(now + SECOND).is_current(now));
+        let closed_later = Window {
+            closed_until: Some(now + SECOND),
+            ..Window::default()
+        };
+        assert!(closed_later.is_current(now));
+    }
+
+    #[tokio::test]
+    async fn a_memory_store_with_room_keeps_a_key_whose_window_is_over_to_restore_it() {
+        let store = MemoryStore::new();
+        let api = Key::named("api");
+        let now = SystemTime::now();
+        let reset = now + SECOND;
+        let spent_of_two = Window {
+            limit: Some(2),
+            ..spent(reset)
+        };
+        store.merge(&api, spent_of_two, None, now).await.unwrap();
+        // Another key comes after the reset, before any call on the first.
+        store
+            .reserve(&Key::named("other"), true, reset)
+            .await
+            .unwrap();
+        for _ in 0..2 {
+            let granted = store.reserve(&api, true, reset).await.unwrap();
+            assert!(matches!(granted, Reservation::Granted(_)));
+        }
+        assert!(
+            matches!(
+                store.reserve(&api, true, reset).await.unwrap(),
+                Reservation::NotBefore { .. }
+            ),
+            "the whole quota restored, and no more"
+        );
+    }
+
+    #[test]
+    fn a_window_is_shared_as_the_server_named_it_and_taken_back_on_the_same_clock() {
+        let clocks = Anchor::now();
+        let now = tokio::time::Instant::now();
+        let quota = Quota {
+            remaining: 4,
+            reset_at: now + 5 * SECOND,
+        };
+        // This process keeps the closure a spread after the server's instruction; the spread
+        // is its own, each process draws another.
+        let kept = Report {
+            refused: true,
+            closed_until: Some(now + 3 * SECOND),
+            instructed_until: Some(now + 2 * SECOND),
+            quota: Some(quota),
+            limit: Some(10),
+            ..Report::default()
+        };
+        let taken = Report {
+            closed_until: Some(now + 2 * SECOND),
+            quota: Some(quota),
+            limit: Some(10),
+            ..Report::default()
+        };
+        assert_eq!(Window::from_report(kept, &clocks).to_report(&clocks), taken);
+    }
+
+    #[test]
+    fn a_store_error_gives_its_cause_as_its_source() {
+        use std::error::Error;
+        let error = StoreError::new("connection refused");
+        let cause = error.source().map(ToString::to_string);
+        assert_eq!(cause.as_deref(), Some("connection refused"));
     }
 }
