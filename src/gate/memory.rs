@@ -162,4 +162,33 @@ mod tests {
             Reservation::NotBefore { .. }
         ));
     }
+
+    #[tokio::test]
+    async fn a_memory_store_with_room_keeps_a_key_whose_window_is_over_to_restore_it() {
+        let store = MemoryStore::new();
+        let api = Key::named("api");
+        let now = SystemTime::now();
+        let reset = now + SECOND;
+        let spent_of_two = Window {
+            limit: Some(2),
+            ..spent(reset)
+        };
+        store.merge(&api, spent_of_two, None, now).await.unwrap();
+        // Another key comes after the reset, before any call on the first.
+        store
+            .reserve(&Key::named("other"), true, reset)
+            .await
+            .unwrap();
+        for _ in 0..2 {
+            let granted = store.reserve(&api, true, reset).await.unwrap();
+            assert!(matches!(granted, Reservation::Granted(_)));
+        }
+        assert!(
+            matches!(
+                store.reserve(&api, true, reset).await.unwrap(),
+                Reservation::NotBefore { .. }
+            ),
+            "the whole quota restored, and no more"
+        );
+    }
 }
