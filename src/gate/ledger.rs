@@ -104,7 +104,7 @@ impl Ledger {
             || self
                 .opened
                 .zip(self.learned)
-                .is_some_and(|((opened, _), learned)| opened + learned.span > now)
+                .is_some_and(|((opened, _), learned)| later(opened, learned.span) > now)
     }
 
     /// Reserves one request for a call about to go at `now`. A closure holds every call; a
@@ -123,7 +123,7 @@ impl Ledger {
         if let Some(quota) = self.available().filter(|quota| quota.reset_at > now) {
             if metered && quota.is_spent() {
                 let until = if self.restored {
-                    now + LOOK_AGAIN
+                    later(now, LOOK_AGAIN)
                 } else {
                     quota.reset_at
                 };
@@ -146,7 +146,7 @@ impl Ledger {
             }
         }
         self.issued += 1;
-        self.out.insert(self.issued, now + OUT_AT_MOST);
+        self.out.insert(self.issued, later(now, OUT_AT_MOST));
         Reservation::Granted(Ticket::new(self.issued))
     }
 
@@ -156,7 +156,7 @@ impl Ledger {
     /// learned limit is all reserved in it.
     fn learned_hold(&mut self, now: SystemTime) -> Option<SystemTime> {
         if let (Some((opened, _)), Some(learned)) = (self.opened, self.learned.as_mut()) {
-            if now >= opened + learned.span {
+            if now >= later(opened, learned.span) {
                 learned.unrefused += 1;
                 learned.raised = learned.unrefused >= learned.patience;
                 if learned.raised {
@@ -169,7 +169,7 @@ impl Ledger {
         if let (Some((opened, _)), None) = (self.opened, self.learned) {
             // Nothing learned yet: a window is measured over at most this long, so that a
             // refusal after a long quiet run does not teach a limit over all of it.
-            if now >= opened + OUT_AT_MOST {
+            if now >= later(opened, OUT_AT_MOST) {
                 self.opened = None;
             }
         }
@@ -180,7 +180,7 @@ impl Ledger {
         }
         let (opened, issued_before) = *self.opened.get_or_insert((now, self.issued));
         let learned = self.learned?;
-        (self.issued - issued_before >= learned.limit).then_some(opened + learned.span)
+        (self.issued - issued_before >= learned.limit).then_some(later(opened, learned.span))
     }
 
     /// A refusal closing the key until `until`, to the request with `ticket`, where the
@@ -245,7 +245,7 @@ impl Ledger {
         if let (true, Some(limit)) = (over.is_spent(), self.limit.filter(|limit| *limit > 0)) {
             self.quota = Some(Quota {
                 remaining: limit,
-                reset_at: now + self.span,
+                reset_at: later(now, self.span),
             });
             self.restored = true;
         }
@@ -289,6 +289,12 @@ impl Ledger {
             self.restored = false;
         }
     }
+}
+
+/// `by` after `at`, or `at` itself where the clock can go no further: a caller's clock is never
+/// a reason to panic.
+fn later(at: SystemTime, by: Duration) -> SystemTime {
+    at.checked_add(by).unwrap_or(at)
 }
 
 #[cfg(test)]
@@ -756,5 +762,14 @@ mod tests {
         let mut ledger = Ledger::default();
         ledger.merge(quota(0, now + SECOND, Some(0)), None, now);
         assert_eq!(held_until(&mut ledger, now + SECOND, true), None);
+    }
+
+    #[test]
+    fn a_clock_at_its_end_is_answered_not_panicked_on() {
+        let end = SystemTime::UNIX_EPOCH + Duration::from_secs(i64::MAX as u64);
+        let mut ledger = Ledger::default();
+        let ticket = granted(&mut ledger, end);
+        ledger.merge(quota(0, end, Some(3)), Some(ticket), end - SECOND);
+        assert!(matches!(ledger.reserve(end, true), Reservation::Granted(_)));
     }
 }

@@ -100,13 +100,6 @@ mod tests {
 
     const SECOND: Duration = Duration::from_secs(1);
 
-    fn spent(reset: SystemTime) -> Window {
-        Window {
-            quota: Some((0, reset)),
-            ..Window::default()
-        }
-    }
-
     async fn reserve(store: &MemoryStore, name: &str) -> Reservation {
         store
             .reserve(&Key::named(name), true, SystemTime::now())
@@ -120,7 +113,7 @@ mod tests {
         let now = SystemTime::now();
         let reset = now + 60 * SECOND;
         store
-            .merge(&Key::named("a"), spent(reset), None, now)
+            .merge(&Key::named("a"), Window::spent(reset), None, now)
             .await
             .unwrap();
         assert!(matches!(
@@ -138,11 +131,21 @@ mod tests {
         let store = MemoryStore::with_capacity(1);
         let now = SystemTime::now();
         store
-            .merge(&Key::named("a"), spent(now + 60 * SECOND), None, now)
+            .merge(
+                &Key::named("a"),
+                Window::spent(now + 60 * SECOND),
+                None,
+                now,
+            )
             .await
             .unwrap();
         store
-            .merge(&Key::named("b"), spent(now + 60 * SECOND), None, now)
+            .merge(
+                &Key::named("b"),
+                Window::spent(now + 60 * SECOND),
+                None,
+                now,
+            )
             .await
             .unwrap();
         assert!(
@@ -151,10 +154,15 @@ mod tests {
         );
         // Stored directly: a window that was current when stored and is over now.
         let mut over = Ledger::default();
-        over.merge(spent(now - SECOND / 2), None, now - SECOND);
+        over.merge(Window::spent(now - SECOND / 2), None, now - SECOND);
         store.ledgers.lock().unwrap().insert(Key::named("a"), over);
         store
-            .merge(&Key::named("b"), spent(now + 60 * SECOND), None, now)
+            .merge(
+                &Key::named("b"),
+                Window::spent(now + 60 * SECOND),
+                None,
+                now,
+            )
             .await
             .unwrap();
         assert!(matches!(
@@ -171,7 +179,7 @@ mod tests {
         let reset = now + SECOND;
         let spent_of_two = Window {
             limit: Some(2),
-            ..spent(reset)
+            ..Window::spent(reset)
         };
         store.merge(&api, spent_of_two, None, now).await.unwrap();
         // Another key comes after the reset, before any call on the first.

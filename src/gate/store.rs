@@ -48,6 +48,15 @@ impl Window {
             || self.quota.is_some_and(|(_, reset)| reset > now)
     }
 
+    /// A window with none left until `reset`: the tests' commonest.
+    #[cfg(test)]
+    pub(super) fn spent(reset: SystemTime) -> Window {
+        Window {
+            quota: Some((0, reset)),
+            ..Window::default()
+        }
+    }
+
     /// What a response said, on the wall clock, to share. A closure this process keeps is
     /// shared as the server named it, without this process's spread: the store's
     /// reservations keep the processes from stampeding, and the fleet measures windows by it.
@@ -240,13 +249,6 @@ mod tests {
 
     const SECOND: Duration = Duration::from_secs(1);
 
-    fn spent(reset: SystemTime) -> Window {
-        Window {
-            quota: Some((0, reset)),
-            ..Window::default()
-        }
-    }
-
     #[test]
     fn a_window_is_over_at_the_instant_it_names() {
         let now = SystemTime::now();
@@ -255,8 +257,8 @@ mod tests {
             ..Window::default()
         };
         assert!(!closed.is_current(now));
-        assert!(!spent(now).is_current(now));
-        assert!(spent(now + SECOND).is_current(now));
+        assert!(!Window::spent(now).is_current(now));
+        assert!(Window::spent(now + SECOND).is_current(now));
         let closed_later = Window {
             closed_until: Some(now + SECOND),
             ..Window::default()
