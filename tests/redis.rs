@@ -218,6 +218,16 @@ async fn without_meters_the_fleet_learns_the_limit_its_refusals_show_and_keeps_t
     let left = until.duration_since(SystemTime::now()).unwrap();
     let span = Duration::from_millis(80 + 5);
     assert!(left <= span, "held to the window's end, 80 ms on: {left:?}");
+    // That window passed unrefused: the next tries one more.
+    tokio::time::sleep(left + Duration::from_millis(5)).await;
+    let mut granted = 0;
+    for process in [&first, &second].into_iter().cycle().take(8) {
+        let now = SystemTime::now();
+        if let Reservation::Granted(_) = process.reserve(&key, true, now).await.unwrap() {
+            granted += 1;
+        }
+    }
+    assert_eq!(granted, 6, "raised after one window unrefused");
 }
 
 #[tokio::test]

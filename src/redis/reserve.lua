@@ -19,7 +19,7 @@ local restored = f[7] == '1'
 -- Where the server publishes no quota: the fleet's window, and what its refusals taught.
 local opened, opened_issued = tonumber(f[8]), tonumber(f[9]) or 0
 local l_limit, l_span = tonumber(f[10]), tonumber(f[11]) or 0
-local l_unrefused, l_patience = tonumber(f[12]) or 0, tonumber(f[13]) or 4
+local l_unrefused, l_patience = tonumber(f[12]) or 0, tonumber(f[13]) or 1
 local l_raised = f[14] == '1'
 -- The window a refusal ended, while its other answers come in.
 local r_span, r_from, r_to, r_refusals = tonumber(f[15]), tonumber(f[16]), tonumber(f[17]),
@@ -113,7 +113,7 @@ if not remaining then
         l_patience = l_raised and math.min(l_patience * 2, 64) or l_patience
         l_span = math.min(l_span, r_span)
       else
-        l_patience, l_span = 4, r_span
+        l_patience, l_span = 1, r_span
       end
       l_limit, l_unrefused, l_raised = accepted, 0, false
     end
