@@ -12,6 +12,11 @@
 //! The calls are those of `cargo bench --bench overhead -- call` (`benches/calls/`), against a
 //! service that answers at once, so what is counted is the stacks' own work. Here every stack
 //! runs on one current-thread tokio runtime, one call after the other, as a client's calls run.
+//!
+//! A fourth stack, `floor`, is the least any layer keeping this one's promises could cost: the
+//! peer (a copy of the request kept for a retry), and the two extensions the layer attaches to
+//! every response, read from nothing (a `RateLimitInfo`, and a value of `CallCost`'s size in
+//! its place: its constructor is the crate's own).
 
 mod calls;
 
@@ -20,6 +25,7 @@ use std::hint::black_box;
 use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -30,8 +36,9 @@ use tower_retry_after::{CallCost, RateLimitInfo};
 /// The first argument of a process that runs one case, rather than driving the others.
 const RUN: &str = "run-case";
 
-/// The stacks a call goes through: the service, under the layer, under `tower::retry`.
-const STACKS: [&str; 3] = ["bare", "layer", "peer"];
+/// The stacks a call goes through: the service, under the layer, under `tower::retry`, and
+/// under `tower::retry` with the layer's two extensions attached.
+const STACKS: [&str; 4] = ["bare", "layer", "peer", "floor"];
 
 fn main() {
     let arguments: Vec<String> = std::env::args().skip(1).collect();
@@ -60,6 +67,7 @@ fn run_case(stack: &str, headers: calls::Headers, count: u64) {
             "bare" => call_in_turn(service, count).await,
             "layer" => call_in_turn(calls::layer(service), count).await,
             "peer" => call_in_turn(calls::peer(service), count).await,
+            "floor" => call_in_turn(floor(service), count).await,
             _ => panic!("no stack named {stack:?}: one of {STACKS:?}"),
         }
     });
@@ -70,6 +78,27 @@ fn run_case(stack: &str, headers: calls::Headers, count: u64) {
         let info = last.extensions().get::<RateLimitInfo>().expect("a reading");
         assert_eq!(info.is_empty(), headers.is_empty());
     }
+}
+
+/// `service` under the peer, with what the layer attaches to every response attached: the
+/// least a layer keeping its promises costs.
+fn floor<S>(
+    service: S,
+) -> impl Service<Request<Full<Bytes>>, Response = Response<Empty<Bytes>>, Error: Debug>
+where
+    S: Service<Request<Full<Bytes>>, Response = Response<Empty<Bytes>>> + Clone,
+    S::Error: Debug,
+{
+    let nothing = RateLimitInfo::from_headers(&http::HeaderMap::new(), SystemTime::UNIX_EPOCH);
+    tower::ServiceBuilder::new()
+        .map_response(move |mut response: Response<Empty<Bytes>>| {
+            let extensions = response.extensions_mut();
+            extensions.insert(nothing.clone());
+            // A call's cost in `CallCost`'s shape: attempts, and the time waited.
+            extensions.insert((1_u32, Duration::ZERO));
+            response
+        })
+        .service(calls::peer(service))
 }
 
 /// The last response of `count` calls, each sent once the one before it has answered.
@@ -203,24 +232,27 @@ fn print_table(per_call: &[(String, String, f64)], count: u64, profiles: &Path) 
     );
     println!(
         "| response | bare | layer | added by the layer | tower::retry peer | added by the peer \
-         | layer beyond the peer |"
+         | floor: peer and extensions | added by the floor | layer beyond the peer |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (response, _) in calls::RESPONSES {
         let bare = figure("bare", response);
         let layer = figure("layer", response);
         let peer = figure("peer", response);
-        if bare.is_none() && layer.is_none() && peer.is_none() {
+        let floor = figure("floor", response);
+        if [bare, layer, peer, floor].iter().all(Option::is_none) {
             continue;
         }
         let added = |stack: Option<f64>| stack.zip(bare).map(|(stack, bare)| stack - bare);
         println!(
-            "| {response} | {} | {} | {} | {} | {} | {} |",
+            "| {response} | {} | {} | {} | {} | {} | {} | {} | {} |",
             show(bare),
             show(layer),
             show(added(layer)),
             show(peer),
             show(added(peer)),
+            show(floor),
+            show(added(floor)),
             show(layer.zip(peer).map(|(layer, peer)| layer - peer)),
         );
     }
