@@ -10,6 +10,7 @@
 //!   clock, `Date` plus `Age`, never the client's, so a client clock that is off does not move
 //!   it. Only without a `Date` does the local clock stand in.
 
+use std::cell::Cell;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::field::{Fields, Name, members};
@@ -79,7 +80,7 @@ impl ResponseClock {
     /// Reads `Date` (the first one that is an HTTP-date) and `Age` (the first member of the
     /// first line, as RFC 9111 §5.1 says; anything but digits counts as no `Age`).
     pub(crate) fn read(fields: &Fields<'_>, received: SystemTime) -> Self {
-        let date = fields.lines(Name::Date).find_map(parse_http_date);
+        let date = fields.lines(Name::Date).find_map(parse_date);
         let age = fields
             .lines(Name::Age)
             .next()
@@ -147,6 +148,27 @@ impl ResponseClock {
             Reset::At(at) => self.until(at),
         }
     }
+}
+
+/// `Date` as [`parse_http_date`] reads it, remembering the last IMF-fixdate this thread read:
+/// a server's `Date` changes once a second, and every response within that second carries the
+/// same text. Keyed by the whole text, the memo can never answer for another date; held per
+/// thread, it needs no lock.
+fn parse_date(text: &str) -> Option<SystemTime> {
+    thread_local! {
+        static LAST: Cell<Option<([u8; 29], SystemTime)>> = const { Cell::new(None) };
+    }
+    let Ok(key) = <[u8; 29]>::try_from(text.as_bytes()) else {
+        return parse_http_date(text);
+    };
+    if let Some((last, at)) = LAST.get() {
+        if last == key {
+            return Some(at);
+        }
+    }
+    let at = parse_http_date(text)?;
+    LAST.set(Some((key, at)));
+    Some(at)
 }
 
 /// An HTTP-date in any of its three forms (RFC 9110 §5.6.7).
@@ -368,6 +390,24 @@ mod tests {
     }
 
     #[test]
+    fn the_remembered_date_answers_only_for_its_own_text() {
+        // Each differs from the one before it in one character only.
+        for text in [
+            "Tue, 14 Nov 2023 22:13:20 GMT",
+            "Tue, 14 Nov 2023 22:13:20 GMT",
+            "Tue, 14 Nov 2023 22:13:21 GMT",
+            "Tue, 14 Nov 2023 22:13:20 GMT",
+            "Wed, 14 Nov 2023 22:13:20 GMT",
+            "Tue, 14 Nov 2023 22:13:20 GMT",
+            "Tue, 14 Nov 2023 22:13:20 UTC",
+            "Tuesday, 14-Nov-23 22:13:20 GMT",
+            "Tue, 14 Nov 2023 22:13:20 GMT",
+        ] {
+            assert_eq!(parse_date(text), parse_http_date(text), "{text}");
+        }
+    }
+
+    #[test]
     fn a_date_that_is_not_an_http_date_is_no_date() {
         let bad = clock(
             &[
@@ -443,6 +483,17 @@ mod tests {
         fn every_imf_fixdate_reads_as_httpdate_reads_it(seconds in 0u64..253_402_300_800) {
             let written = httpdate::fmt_http_date(at(seconds));
             prop_assert_eq!(imf_fixdate(&written), Some(at(seconds)));
+        }
+
+        #[test]
+        fn a_remembered_date_reads_as_the_parser_reads_it(
+            first in 0u64..253_402_300_800,
+            second in 0u64..253_402_300_800,
+        ) {
+            let (first, second) = (httpdate::fmt_http_date(at(first)), httpdate::fmt_http_date(at(second)));
+            for text in [&first, &second, &second, &first] {
+                prop_assert_eq!(parse_date(text), parse_http_date(text));
+            }
         }
 
         #[test]
