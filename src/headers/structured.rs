@@ -169,11 +169,9 @@ impl<'a> Input<'a> {
 
     fn take_while(&mut self, wanted: impl Fn(u8) -> bool) -> &'a str {
         let start = self.at;
-        let rest = &self.text.as_bytes()[start..];
-        self.at += rest
-            .iter()
-            .position(|&byte| !wanted(byte))
-            .unwrap_or(rest.len());
+        while self.peek().is_some_and(&wanted) {
+            self.advance();
+        }
         &self.text[start..self.at]
     }
 
@@ -284,6 +282,7 @@ impl<'a> Input<'a> {
     }
 
     /// §4.2.3.1.
+    #[inline(always)]
     fn bare_item(&mut self) -> Option<Bare<'a>> {
         match self.peek()? {
             b'-' | b'0'..=b'9' => self.number(),
@@ -299,6 +298,7 @@ impl<'a> Input<'a> {
 
     /// §4.2.4: an Integer (at most 15 digits) or a Decimal (at most 12 digits before the point
     /// and 1 to 3 after).
+    #[inline(always)]
     fn number(&mut self) -> Option<Bare<'a>> {
         let negative = self.peek() == Some(b'-');
         if negative {
@@ -330,24 +330,31 @@ impl<'a> Input<'a> {
     }
 
     /// §4.2.5: printable ASCII between quotes, `\"` and `\\` the only escapes.
+    #[inline(always)]
     fn string(&mut self) -> Option<Cow<'a, str>> {
         self.advance();
         // Most strings have no escape: they are read in one scan and borrowed.
         let plain =
             self.take_while(|byte| matches!(byte, 0x20..=0x7e) && byte != b'"' && byte != b'\\');
-        let mut unescaped = match self.peek()? {
+        match self.peek()? {
             b'"' => {
                 self.advance();
-                return Some(Cow::Borrowed(plain));
+                Some(Cow::Borrowed(plain))
             }
-            b'\\' => plain.to_owned(),
-            _ => return None,
-        };
+            b'\\' => self.escaped(plain.to_owned()).map(Cow::Owned),
+            _ => None,
+        }
+    }
+
+    /// The rest of a String from its first escape on, appended to `unescaped`. Apart from the
+    /// plain scan, so that the common case is inlined without the allocating loop.
+    #[cold]
+    fn escaped(&mut self, mut unescaped: String) -> Option<String> {
         loop {
             match self.peek()? {
                 b'"' => {
                     self.advance();
-                    return Some(Cow::Owned(unescaped));
+                    return Some(unescaped);
                 }
                 b'\\' => {
                     let escaped = *self.text.as_bytes().get(self.at + 1)?;
