@@ -13,7 +13,9 @@
 use std::cell::Cell;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::field::{Fields, Name, members};
+use http::HeaderValue;
+
+use super::field::{Fields, Name, members, text};
 use super::number::{Decimal, LONGEST, parse_decimal};
 
 /// From this value on, a reset number is an instant in seconds since the Unix epoch (2001-09-09),
@@ -80,7 +82,7 @@ impl ResponseClock {
     /// Reads `Date` (the first one that is an HTTP-date) and `Age` (the first member of the
     /// first line, as RFC 9111 §5.1 says; anything but digits counts as no `Age`).
     pub(crate) fn read(fields: &Fields<'_>, received: SystemTime) -> Self {
-        let date = fields.lines(Name::Date).find_map(parse_date);
+        let date = fields.raw_lines(Name::Date).find_map(parse_date);
         let age = fields
             .lines(Name::Age)
             .next()
@@ -150,24 +152,25 @@ impl ResponseClock {
     }
 }
 
-/// `Date` as [`parse_http_date`] reads it, remembering the last IMF-fixdate this thread read:
-/// a server's `Date` changes once a second, and every response within that second carries the
-/// same text. Keyed by the whole text, the memo can never answer for another date; held per
-/// thread, it needs no lock.
-fn parse_date(text: &str) -> Option<SystemTime> {
+/// A `Date` line as [`parse_http_date`] reads it, remembering the last 29-byte line this
+/// thread read (an IMF-fixdate is 29 bytes): a server's `Date` changes once a second, and every
+/// response within that second carries the same line. Keyed by the line's exact bytes, the
+/// memo can never answer for another line, and a repeat is read without even checking its
+/// bytes again; held per thread, it needs no lock.
+fn parse_date(line: &HeaderValue) -> Option<SystemTime> {
     thread_local! {
         static LAST: Cell<Option<([u8; 29], SystemTime)>> = const { Cell::new(None) };
     }
-    let Ok(key) = <[u8; 29]>::try_from(text.as_bytes()) else {
-        return parse_http_date(text);
-    };
-    if let Some((last, at)) = LAST.get() {
+    let key = <[u8; 29]>::try_from(line.as_bytes()).ok();
+    if let (Some(key), Some((last, at))) = (key, LAST.get()) {
         if last == key {
             return Some(at);
         }
     }
-    let at = parse_http_date(text)?;
-    LAST.set(Some((key, at)));
+    let at = parse_http_date(text(line)?)?;
+    if let Some(key) = key {
+        LAST.set(Some((key, at)));
+    }
     Some(at)
 }
 
@@ -389,10 +392,15 @@ mod tests {
         );
     }
 
+    /// What the memo must answer for a line: the line read afresh.
+    fn read_afresh(line: &HeaderValue) -> Option<SystemTime> {
+        parse_http_date(text(line)?)
+    }
+
     #[test]
-    fn the_remembered_date_answers_only_for_its_own_text() {
-        // Each differs from the one before it in one character only.
-        for text in [
+    fn the_remembered_date_answers_only_for_its_own_line() {
+        // Each differs from the one before it in one byte only, or in the whitespace around it.
+        for line in [
             "Tue, 14 Nov 2023 22:13:20 GMT",
             "Tue, 14 Nov 2023 22:13:20 GMT",
             "Tue, 14 Nov 2023 22:13:21 GMT",
@@ -400,11 +408,17 @@ mod tests {
             "Wed, 14 Nov 2023 22:13:20 GMT",
             "Tue, 14 Nov 2023 22:13:20 GMT",
             "Tue, 14 Nov 2023 22:13:20 UTC",
+            "Tue, 14 Nov 2023 22:13:20 GMT",
+            " Tue, 14 Nov 2023 22:13:20 GM",
+            "Tue, 14 Nov 2023 22:13:20 GMT\t",
             "Tuesday, 14-Nov-23 22:13:20 GMT",
             "Tue, 14 Nov 2023 22:13:20 GMT",
         ] {
-            assert_eq!(parse_date(text), parse_http_date(text), "{text}");
+            let line = HeaderValue::from_static(line);
+            assert_eq!(parse_date(&line), read_afresh(&line), "{line:?}");
         }
+        let not_text = HeaderValue::from_bytes(b"Tue, 14 Nov 2023 22:13:20 GM\xff").unwrap();
+        assert_eq!(parse_date(&not_text), None);
     }
 
     #[test]
@@ -490,9 +504,10 @@ mod tests {
             first in 0u64..253_402_300_800,
             second in 0u64..253_402_300_800,
         ) {
-            let (first, second) = (httpdate::fmt_http_date(at(first)), httpdate::fmt_http_date(at(second)));
-            for text in [&first, &second, &second, &first] {
-                prop_assert_eq!(parse_date(text), parse_http_date(text));
+            let first = HeaderValue::from_str(&httpdate::fmt_http_date(at(first))).unwrap();
+            let second = HeaderValue::from_str(&httpdate::fmt_http_date(at(second))).unwrap();
+            for line in [&first, &second, &second, &first] {
+                prop_assert_eq!(parse_date(line), read_afresh(line));
             }
         }
 
