@@ -10,9 +10,12 @@
 //!   clock, `Date` plus `Age`, never the client's, so a client clock that is off does not move
 //!   it. Only without a `Date` does the local clock stand in.
 
+use std::cell::Cell;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::field::{Fields, Name, members};
+use http::HeaderValue;
+
+use super::field::{Fields, Name, members, text};
 use super::number::{Decimal, LONGEST, parse_decimal};
 
 /// From this value on, a reset number is an instant in seconds since the Unix epoch (2001-09-09),
@@ -79,7 +82,7 @@ impl ResponseClock {
     /// Reads `Date` (the first one that is an HTTP-date) and `Age` (the first member of the
     /// first line, as RFC 9111 §5.1 says; anything but digits counts as no `Age`).
     pub(crate) fn read(fields: &Fields<'_>, received: SystemTime) -> Self {
-        let date = fields.lines(Name::Date).find_map(parse_http_date);
+        let date = fields.raw_lines(Name::Date).find_map(parse_date);
         let age = fields
             .lines(Name::Age)
             .next()
@@ -147,6 +150,28 @@ impl ResponseClock {
             Reset::At(at) => self.until(at),
         }
     }
+}
+
+/// A `Date` line as [`parse_http_date`] reads it, remembering the last 29-byte line this
+/// thread read (an IMF-fixdate is 29 bytes): a server's `Date` changes once a second, and every
+/// response within that second carries the same line. Keyed by the line's exact bytes, the
+/// memo can never answer for another line, and a repeat is read without even checking its
+/// bytes again; held per thread, it needs no lock.
+fn parse_date(line: &HeaderValue) -> Option<SystemTime> {
+    thread_local! {
+        static LAST: Cell<Option<([u8; 29], SystemTime)>> = const { Cell::new(None) };
+    }
+    let key = <[u8; 29]>::try_from(line.as_bytes()).ok();
+    if let (Some(key), Some((last, at))) = (key, LAST.get()) {
+        if last == key {
+            return Some(at);
+        }
+    }
+    let at = parse_http_date(text(line)?)?;
+    if let Some(key) = key {
+        LAST.set(Some((key, at)));
+    }
+    Some(at)
 }
 
 /// An HTTP-date in any of its three forms (RFC 9110 §5.6.7).
@@ -367,6 +392,35 @@ mod tests {
         );
     }
 
+    /// What the memo must answer for a line: the line read afresh.
+    fn read_afresh(line: &HeaderValue) -> Option<SystemTime> {
+        parse_http_date(text(line)?)
+    }
+
+    #[test]
+    fn the_remembered_date_answers_only_for_its_own_line() {
+        // Each differs from the one before it in one byte only, or in the whitespace around it.
+        for line in [
+            "Tue, 14 Nov 2023 22:13:20 GMT",
+            "Tue, 14 Nov 2023 22:13:20 GMT",
+            "Tue, 14 Nov 2023 22:13:21 GMT",
+            "Tue, 14 Nov 2023 22:13:20 GMT",
+            "Wed, 14 Nov 2023 22:13:20 GMT",
+            "Tue, 14 Nov 2023 22:13:20 GMT",
+            "Tue, 14 Nov 2023 22:13:20 UTC",
+            "Tue, 14 Nov 2023 22:13:20 GMT",
+            " Tue, 14 Nov 2023 22:13:20 GM",
+            "Tue, 14 Nov 2023 22:13:20 GMT\t",
+            "Tuesday, 14-Nov-23 22:13:20 GMT",
+            "Tue, 14 Nov 2023 22:13:20 GMT",
+        ] {
+            let line = HeaderValue::from_static(line);
+            assert_eq!(parse_date(&line), read_afresh(&line), "{line:?}");
+        }
+        let not_text = HeaderValue::from_bytes(b"Tue, 14 Nov 2023 22:13:20 GM\xff").unwrap();
+        assert_eq!(parse_date(&not_text), None);
+    }
+
     #[test]
     fn a_date_that_is_not_an_http_date_is_no_date() {
         let bad = clock(
@@ -443,6 +497,18 @@ mod tests {
         fn every_imf_fixdate_reads_as_httpdate_reads_it(seconds in 0u64..253_402_300_800) {
             let written = httpdate::fmt_http_date(at(seconds));
             prop_assert_eq!(imf_fixdate(&written), Some(at(seconds)));
+        }
+
+        #[test]
+        fn a_remembered_date_reads_as_the_parser_reads_it(
+            first in 0u64..253_402_300_800,
+            second in 0u64..253_402_300_800,
+        ) {
+            let first = HeaderValue::from_str(&httpdate::fmt_http_date(at(first))).unwrap();
+            let second = HeaderValue::from_str(&httpdate::fmt_http_date(at(second))).unwrap();
+            for line in [&first, &second, &second, &first] {
+                prop_assert_eq!(parse_date(line), read_afresh(line));
+            }
         }
 
         #[test]

@@ -219,9 +219,13 @@ impl<'a> Fields<'a> {
     /// A line holding bytes other than visible ASCII is skipped: no rate-limit format puts
     /// them in a value, so such a line carries no figure the parser could trust.
     pub(crate) fn lines(&self, name: Name) -> impl Iterator<Item = &'a str> + use<'a> {
+        self.values(name).filter_map(text)
+    }
+
+    /// Every line of the field as received, for a reader that remembers a line by its bytes;
+    /// [`text`] reads one as [`lines`](Self::lines) does.
+    pub(crate) fn raw_lines(&self, name: Name) -> impl Iterator<Item = &'a HeaderValue> + use<'a> {
         self.values(name)
-            .filter_map(|value| value.to_str().ok())
-            .map(trim_whitespace)
     }
 
     /// Every line of the field joined with `", "`, as RFC 9110 §5.3 combines them; `None` if
@@ -274,10 +278,10 @@ pub(crate) fn members(line: &str) -> impl Iterator<Item = &str> {
     let mut rest = Some(line);
     std::iter::from_fn(move || {
         let text = rest?;
-        let mut end = text.find(',');
+        let mut end = comma_in(text);
         if let Some(comma) = end {
             if is_day_name(text[..comma].trim()) {
-                end = text[comma + 1..].find(',').map(|next| comma + 1 + next);
+                end = comma_in(&text[comma + 1..]).map(|next| comma + 1 + next);
             }
         }
         let member = match end {
@@ -292,6 +296,18 @@ pub(crate) fn members(line: &str) -> impl Iterator<Item = &str> {
         };
         Some(trim_whitespace(member))
     })
+}
+
+/// Where the first comma of `text` is. Searched byte by byte: a value is a few bytes long, and
+/// `str::find` calls `memchr`, whose setup costs more than that.
+fn comma_in(text: &str) -> Option<usize> {
+    text.bytes().position(|byte| byte == b',')
+}
+
+/// A line as text, surrounding whitespace trimmed; `None` if it holds bytes other than visible
+/// ASCII (see [`Fields::lines`]).
+pub(crate) fn text(value: &HeaderValue) -> Option<&str> {
+    value.to_str().ok().map(trim_whitespace)
 }
 
 /// Trims spaces and tabs: the only whitespace a header value can hold.

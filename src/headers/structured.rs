@@ -169,11 +169,9 @@ impl<'a> Input<'a> {
 
     fn take_while(&mut self, wanted: impl Fn(u8) -> bool) -> &'a str {
         let start = self.at;
-        let rest = &self.text.as_bytes()[start..];
-        self.at += rest
-            .iter()
-            .position(|&byte| !wanted(byte))
-            .unwrap_or(rest.len());
+        while self.peek().is_some_and(&wanted) {
+            self.advance();
+        }
         &self.text[start..self.at]
     }
 
@@ -278,12 +276,11 @@ impl<'a> Input<'a> {
         if !matches!(self.peek()?, b'a'..=b'z' | b'*') {
             return None;
         }
-        Some(self.take_while(
-            |byte| matches!(byte, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-' | b'.' | b'*'),
-        ))
+        Some(self.take_while(|byte| is(byte, KEY)))
     }
 
     /// §4.2.3.1.
+    #[inline(always)]
     fn bare_item(&mut self) -> Option<Bare<'a>> {
         match self.peek()? {
             b'-' | b'0'..=b'9' => self.number(),
@@ -299,6 +296,7 @@ impl<'a> Input<'a> {
 
     /// §4.2.4: an Integer (at most 15 digits) or a Decimal (at most 12 digits before the point
     /// and 1 to 3 after).
+    #[inline(always)]
     fn number(&mut self) -> Option<Bare<'a>> {
         let negative = self.peek() == Some(b'-');
         if negative {
@@ -330,24 +328,30 @@ impl<'a> Input<'a> {
     }
 
     /// §4.2.5: printable ASCII between quotes, `\"` and `\\` the only escapes.
+    #[inline(always)]
     fn string(&mut self) -> Option<Cow<'a, str>> {
         self.advance();
         // Most strings have no escape: they are read in one scan and borrowed.
-        let plain =
-            self.take_while(|byte| matches!(byte, 0x20..=0x7e) && byte != b'"' && byte != b'\\');
-        let mut unescaped = match self.peek()? {
+        let plain = self.take_while(|byte| is(byte, UNESCAPED));
+        match self.peek()? {
             b'"' => {
                 self.advance();
-                return Some(Cow::Borrowed(plain));
+                Some(Cow::Borrowed(plain))
             }
-            b'\\' => plain.to_owned(),
-            _ => return None,
-        };
+            b'\\' => self.escaped(plain.to_owned()).map(Cow::Owned),
+            _ => None,
+        }
+    }
+
+    /// The rest of a String from its first escape on, appended to `unescaped`. Apart from the
+    /// plain scan, so that the common case is inlined without the allocating loop.
+    #[cold]
+    fn escaped(&mut self, mut unescaped: String) -> Option<String> {
         loop {
             match self.peek()? {
                 b'"' => {
                     self.advance();
-                    return Some(Cow::Owned(unescaped));
+                    return Some(unescaped);
                 }
                 b'\\' => {
                     let escaped = *self.text.as_bytes().get(self.at + 1)?;
@@ -370,7 +374,7 @@ impl<'a> Input<'a> {
     fn token(&mut self) -> &'a str {
         let start = self.at;
         self.advance();
-        self.take_while(|byte| is_tchar(byte) || byte == b':' || byte == b'/');
+        self.take_while(|byte| is(byte, TOKEN));
         &self.text[start..self.at]
     }
 
@@ -444,8 +448,61 @@ impl<'a> Input<'a> {
     }
 }
 
-fn is_tchar(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
+// The classes of byte the scans take runs of, one bit each, looked up in `CLASSES`: a load and
+// a mask per byte where the ranges cost up to six comparisons, and the scans run over every
+// byte of every field the layer reads.
+
+/// A key's characters after its first (§4.2.3.3).
+const KEY: u8 = 1;
+/// A String's characters that need no escape: printable ASCII but `"` and `\` (§4.2.5).
+const UNESCAPED: u8 = 2;
+/// A Token's characters after its first: tchar, `:` and `/` (§4.2.6).
+const TOKEN: u8 = 4;
+
+/// Each byte's classes.
+const CLASSES: [u8; 256] = {
+    let mut classes = [0; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let b = byte as u8;
+        if matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-' | b'.' | b'*') {
+            classes[byte] |= KEY;
+        }
+        if matches!(b, 0x20..=0x7e) && b != b'"' && b != b'\\' {
+            classes[byte] |= UNESCAPED;
+        }
+        if is_tchar(b) || b == b':' || b == b'/' {
+            classes[byte] |= TOKEN;
+        }
+        byte += 1;
+    }
+    classes
+};
+
+/// Whether `byte` is of `class`.
+fn is(byte: u8, class: u8) -> bool {
+    CLASSES[usize::from(byte)] & class != 0
+}
+
+const fn is_tchar(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric()
+        || matches!(
+            byte,
+            b'!' | b'#'
+                | b'$'
+                | b'%'
+                | b'&'
+                | b'\''
+                | b'*'
+                | b'+'
+                | b'-'
+                | b'.'
+                | b'^'
+                | b'_'
+                | b'`'
+                | b'|'
+                | b'~'
+        )
 }
 
 fn is_base64(byte: u8) -> bool {
