@@ -13,7 +13,7 @@ mod layer;
 use std::time::{Duration, UNIX_EPOCH};
 
 use http::{HeaderMap, HeaderName, HeaderValue};
-use tower_retry_after::RateLimitInfo;
+use tower_retry_after::{RateLimitInfo, Unit};
 
 pub use layer::layer;
 
@@ -365,12 +365,23 @@ fn read(headers: &HeaderMap) -> RateLimitInfo {
         assert!(!meter.is_exhausted() || says_zero(headers), "{meter:?}");
     }
     if let Some(binding) = info.binding_meter() {
-        let lowest = info
+        // The lowest count of its kind: the spent meters if any; else the meters of requests,
+        // whose counts are comparable with each other and not with tokens'; else the rest.
+        let counted: Vec<_> = info
             .meters()
             .iter()
+            .filter(|meter| meter.remaining().is_some())
+            .collect();
+        let spent = counted.iter().any(|meter| meter.is_exhausted());
+        let of_requests = counted.iter().any(|meter| meter.unit() == Unit::Requests);
+        let lowest = counted
+            .iter()
+            .filter(|meter| !spent || meter.is_exhausted())
+            .filter(|meter| spent || !of_requests || meter.unit() == Unit::Requests)
             .filter_map(|meter| meter.remaining())
             .min();
-        assert_eq!(binding.remaining(), lowest);
+        assert_eq!(binding.remaining(), lowest, "{binding:?} of {counted:?}");
+        assert_eq!(binding.is_exhausted(), spent, "{binding:?}");
     }
     info
 }
