@@ -298,4 +298,37 @@ mod tests {
         named(&mut by_name, &mut readings, 0);
         assert_eq!(readings.len(), 3 + ByName::LINEAR_UP_TO + 1);
     }
+
+    /// The limit and window of each reading of a lone `RateLimit-Policy` line.
+    fn policies_read(line: &'static str) -> Vec<(Option<u64>, Option<Duration>)> {
+        let mut headers = http::HeaderMap::new();
+        headers.insert("ratelimit-policy", http::HeaderValue::from_static(line));
+        let fields = Fields::new(&headers);
+        let clock = ResponseClock::read(&fields, std::time::UNIX_EPOCH);
+        let mut readings = Readings::new();
+        read(&fields, &clock, &mut readings);
+        readings
+            .iter()
+            .map(|reading| (reading.limit, reading.window))
+            .collect()
+    }
+
+    /// Drafts 06 and 07: a field naming one quota twice cannot say which policy is which,
+    /// however many policies it names, and is ignored whole.
+    #[test]
+    fn a_policy_field_naming_one_quota_twice_is_ignored_however_long() {
+        let secs = |n| Some(Duration::from_secs(n));
+        assert_eq!(
+            policies_read("10;w=1, 50;w=60, 1000;w=3600"),
+            [
+                (Some(10), secs(1)),
+                (Some(50), secs(60)),
+                (Some(1000), secs(3600))
+            ]
+        );
+        assert_eq!(policies_read("10;w=1, 50;w=60, 10;w=3600"), []);
+        assert_eq!(policies_read("5;w=1, 50;w=60, 1000;w=3600, 50;w=86400"), []);
+        assert_eq!(policies_read("10;w=1, 10;w=60"), []);
+        assert_eq!(policies_read("10;w=60"), [(Some(10), secs(60))]);
+    }
 }
