@@ -200,18 +200,7 @@ async fn without_meters_the_fleet_learns_the_limit_its_refusals_show_and_keeps_t
     let held = first.reserve(&key, true, SystemTime::now()).await.unwrap();
     assert!(matches!(held, Reservation::NotBefore { .. }), "closed");
     tokio::time::sleep(Duration::from_millis(90)).await;
-    let mut granted = 0;
-    let mut held = None;
-    for process in [&first, &second].into_iter().cycle().take(8) {
-        match process
-            .reserve(&key, true, SystemTime::now())
-            .await
-            .unwrap()
-        {
-            Reservation::Granted(_) => granted += 1,
-            Reservation::NotBefore { until, window } => held = Some((until, window)),
-        }
-    }
+    let (granted, held) = reserve_in_turn([&first, &second], &key).await;
     assert_eq!(granted, 5, "the learned limit, across both processes");
     let (until, window) = held.expect("the sixth is held");
     assert_eq!(window.limit, Some(5));
@@ -220,14 +209,25 @@ async fn without_meters_the_fleet_learns_the_limit_its_refusals_show_and_keeps_t
     assert!(left <= span, "held to the window's end, 80 ms on: {left:?}");
     // That window passed unrefused: the next tries one more.
     tokio::time::sleep(left + Duration::from_millis(5)).await;
+    let (granted, _) = reserve_in_turn([&first, &second], &key).await;
+    assert_eq!(granted, 6, "raised after one window unrefused");
+}
+
+/// Eight reservations of `key` made in turn by `processes`, each on the clock as it reads
+/// then: how many were granted, and the last hold, if any.
+async fn reserve_in_turn(
+    processes: [&RedisStore; 2],
+    key: &Key,
+) -> (usize, Option<(SystemTime, Window)>) {
     let mut granted = 0;
-    for process in [&first, &second].into_iter().cycle().take(8) {
-        let now = SystemTime::now();
-        if let Reservation::Granted(_) = process.reserve(&key, true, now).await.unwrap() {
-            granted += 1;
+    let mut held = None;
+    for process in processes.into_iter().cycle().take(8) {
+        match process.reserve(key, true, SystemTime::now()).await.unwrap() {
+            Reservation::Granted(_) => granted += 1,
+            Reservation::NotBefore { until, window } => held = Some((until, window)),
         }
     }
-    assert_eq!(granted, 6, "raised after one window unrefused");
+    (granted, held)
 }
 
 #[tokio::test]
