@@ -16,6 +16,9 @@
 //!   that window accepted; a refusal far below it is not the quota speaking and changes
 //!   nothing. A window whose first request was refused began too early: the length measured
 //!   across it replaces the estimate's.
+//! - Where the instruction a refusal carried has ended, the server named the end of the
+//!   window it refused in: the next window begins there with the whole learned quota (a
+//!   trial's too), as a reset the server reports restores its own, and no probe is owed.
 //! - After a run of windows passes unrefused the limit is raised by one; a raise that is
 //!   refused doubles the run needed before the next.
 //! - A response with meters makes all of it moot: the gate forgets the estimate.
@@ -136,6 +139,39 @@ impl Learning {
                 });
             }
         }
+    }
+
+    /// The gate's closure after a refusal is over at `now`. Where the refusal's instruction
+    /// has ended, it named the end of the refused window, never early: the window is settled,
+    /// and, as a reset the server reported restores its quota, the next window begins now
+    /// with the whole learned quota (a trial's too: its wall is met with at most a quarter of
+    /// it out, as after a probe). Whether it did: then no probe is owed. A refused window
+    /// that accepted nothing was not the quota speaking, and the next request probes.
+    pub(super) fn reopened(&mut self, now: Instant) -> bool {
+        let Some(refused) = self.refused.filter(|refused| {
+            self.window.is_none()
+                && refused.accepted > 0
+                && refused.until.is_some_and(|until| until <= now)
+        }) else {
+            return false;
+        };
+        self.refused = None;
+        self.settle(refused, now);
+        if !self.estimate.is_some_and(|estimate| estimate.instructed) {
+            return false;
+        }
+        self.begin(now, now, 0);
+        true
+    }
+
+    /// Whether the learned quota goes at once when the closure after the refusal heard last
+    /// ends: see [`reopened`](Self::reopened).
+    pub(super) fn restores_when_reopened(&self) -> bool {
+        self.window.is_none()
+            && self
+                .refused
+                .is_some_and(|refused| refused.accepted > 0 && refused.until.is_some())
+            && self.estimate.is_none_or(|estimate| estimate.instructed)
     }
 
     /// What a refused window says, now that a request sent after its refusal was accepted
@@ -623,6 +659,40 @@ mod tests {
             shortened - shortened / 8,
             "after four more, not eight"
         );
+    }
+
+    #[test]
+    fn the_end_of_a_refusals_instruction_restores_the_learned_quota_unless_nothing_was_accepted() {
+        let start = Instant::now();
+        let mut learning = Learning::default();
+        refused_window(&mut learning, start, 20, SECOND);
+        let until = start + 40 * MS + SECOND;
+        assert!(
+            !learning.reopened(until - MS),
+            "the instruction has not ended"
+        );
+        assert!(learning.reopened(until));
+        // One window's count is a trial: 26 go at once, for the length measured to the end of
+        // the instruction.
+        let quota = learning.quota(until).unwrap();
+        assert_eq!(quota.remaining, 26);
+        assert_eq!(quota.reset_at, until + (until - start));
+        // The server refused the restored window's first request: its count was not the
+        // quota speaking, and the next reopening probes.
+        learning.refused(until, until + 20 * MS, Some(until + 20 * MS + SECOND));
+        assert!(!learning.restores_when_reopened());
+        assert!(!learning.reopened(until + 2 * SECOND));
+        assert_eq!(learning.quota(until + 2 * SECOND), None);
+    }
+
+    #[test]
+    fn a_refusal_without_an_instruction_owes_a_probe_at_the_reopening() {
+        let start = Instant::now();
+        let mut learning = Learning::default();
+        accept(&mut learning, start, 0..20);
+        learning.refused(start + 20 * MS, start + 40 * MS, None);
+        assert!(!learning.restores_when_reopened());
+        assert!(!learning.reopened(start + 2 * SECOND));
     }
 
     #[test]

@@ -128,6 +128,14 @@ impl Reopening {
         }
     }
 
+    /// The quota learned for the key goes at once where the closure ended, as a reset the
+    /// server reported restores its own: the probe the closure owed is not.
+    pub(super) fn restored(&mut self) {
+        if self.cause == Cause::Refusal && self.phase == Phase::Probe {
+            self.phase = Phase::Open;
+        }
+    }
+
     fn owe_probe(&mut self, cause: Cause) {
         self.phase = Phase::Probe;
         self.cause = cause;

@@ -119,7 +119,7 @@ impl Gate {
         let Some(position) = self.queue(terms.metered).position(id) else {
             // Not queued: nothing holds it back.
             self.in_flight += 1;
-            return Ok(self.admission(None, now));
+            return Ok(self.admission(None, now, terms));
         };
         let look_again = if position == 0 {
             match self.release(now, terms) {
@@ -211,7 +211,7 @@ impl Gate {
             self.reopening.healthy();
         }
         self.learn_from(admitted, report, now);
-        self.take_in(report, admitted.epoch, now);
+        self.take_in(report, admitted.epoch, admitted.learns, now);
         self.wake_heads();
     }
 
@@ -227,7 +227,7 @@ impl Gate {
 
     /// Takes in what another process learned, through a shared store.
     pub(crate) fn learn(&mut self, report: Report, now: Instant) {
-        self.take_in(report, self.epoch, now);
+        self.take_in(report, self.epoch, false, now);
     }
 
     /// A request let through as `admitted` ended without a response (dropped, or a transport
@@ -297,8 +297,9 @@ impl Gate {
         }
     }
 
-    /// Takes in what the server said about the window of `epoch`.
-    fn take_in(&mut self, report: Report, epoch: u64, now: Instant) {
+    /// Takes in what the server said about the window of `epoch`, to a call held by learned
+    /// quotas if `learns`.
+    fn take_in(&mut self, report: Report, epoch: u64, learns: bool, now: Instant) {
         if let Some(clock) = report.server_clock {
             self.server_clock = Some(
                 self.server_clock
@@ -306,6 +307,14 @@ impl Gate {
             );
         }
         if let Some(until) = report.closed_until.filter(|until| *until > now) {
+            // Where the learned quota goes at once when the instruction ends, that quota bounds
+            // what goes then: a spread after it would only idle the key.
+            let until = match report.instructed_until {
+                Some(instructed) if learns && self.learning.restores_when_reopened() => {
+                    until.min(instructed)
+                }
+                _ => until,
+            };
             self.close_until(until);
         }
         if let Some(quota) = report.quota.filter(|quota| quota.reset_at > now) {
@@ -394,6 +403,10 @@ impl Gate {
         if let Some(until) = self.closed_until.filter(|until| *until > now) {
             return Release::At(until);
         }
+        if terms.learned && self.learning.reopened(now) {
+            self.reopening.restored();
+            self.epoch += 1;
+        }
         if let Some(over) = self.quota.filter(|quota| quota.reset_at <= now) {
             self.quota = None;
             if over.is_spent() {
@@ -439,7 +452,7 @@ impl Gate {
     fn admit(&mut self, probe: bool, now: Instant, terms: Terms) -> Admission {
         self.in_flight += 1;
         let probe = self.reopening.admitted(probe, now, terms);
-        self.admission(probe, now)
+        self.admission(probe, now, terms)
     }
 
     /// A request let through as `admitted` is no longer out.
@@ -450,13 +463,14 @@ impl Gate {
         }
     }
 
-    fn admission(&self, probe: Option<u64>, now: Instant) -> Admission {
+    fn admission(&self, probe: Option<u64>, now: Instant, terms: Terms) -> Admission {
         Admission {
             epoch: self.epoch,
             probe,
             counted: true,
             sent: now,
             server_clock: self.server_clock,
+            learns: terms.learned,
         }
     }
 
@@ -768,6 +782,60 @@ mod tests {
         );
         assert!(gate.come(clock).unwrap().probe.is_none(), "open again");
         assert!(gate.come(clock).is_ok());
+    }
+
+    /// A gate whose calls have `terms`: three requests accepted one after the other from
+    /// `now`, then a fourth refused, its instruction a second, the closure a spread longer.
+    /// When the refusal was heard.
+    fn learned_three_then_refused(gate: &mut Gate, now: Instant, terms: Terms) -> Instant {
+        let mut clock = now;
+        for _ in 0..3 {
+            let admitted = gate.arrive_as(clock, terms).unwrap();
+            clock += 20 * MS;
+            gate.answered(admitted, HEALTHY, clock);
+        }
+        let admitted = gate.arrive_as(clock, terms).unwrap();
+        clock += 20 * MS;
+        let refusal = Report {
+            instructed_until: Some(clock + SECOND),
+            ..closed(clock + SECOND + 80 * MS)
+        };
+        gate.answered(admitted, refusal, clock);
+        clock
+    }
+
+    #[test]
+    fn a_closure_a_learned_quota_follows_ends_with_the_instruction_and_restores_it_at_once() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let heard = learned_three_then_refused(&mut gate, now, TERMS);
+        // The learned quota bounds what goes at the reopening: no spread idles the key.
+        assert_eq!(gate.closed_for(heard, TERMS), Some(SECOND));
+        let (_, waker) = waker();
+        let ids: Vec<u64> = (0..5).map(|_| gate.come(heard).unwrap_err()).collect();
+        // One window's count is a trial: four go together, without a probe; the fifth waits.
+        let (head, at) = gate.go(ids[0], heard, &waker);
+        assert_eq!(at, heard + SECOND);
+        assert!(
+            head.probe.is_none(),
+            "no probe: the instruction named the end"
+        );
+        for id in &ids[1..4] {
+            assert!(gate.poll_waiter(*id, at, &waker, TERMS).is_ok());
+        }
+        assert!(gate.poll_waiter(ids[4], at, &waker, TERMS).is_err());
+
+        // A layer that does not learn keeps the spread, and probes.
+        let unlearned = Terms {
+            learned: false,
+            ..TERMS
+        };
+        let mut gate = Gate::new();
+        let heard = learned_three_then_refused(&mut gate, now, unlearned);
+        assert_eq!(gate.closed_for(heard, unlearned), Some(SECOND + 80 * MS));
+        let id = gate.arrive_as(heard, unlearned).unwrap_err();
+        let (head, _) = gate.poll_until_let_through(id, heard, &waker, unlearned);
+        assert!(head.probe.is_some());
     }
 
     #[test]
