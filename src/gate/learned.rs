@@ -20,7 +20,9 @@
 //!   window it refused in: the next window begins there with the whole learned quota (a
 //!   trial's too), as a reset the server reports restores its own, and no probe is owed.
 //! - After a run of windows passes unrefused the limit is raised by one; a raise that is
-//!   refused doubles the run needed before the next.
+//!   refused doubles the run needed before the next. A length measured to the next accepted
+//!   request is shortened by an eighth instead; found too short, the length before stands
+//!   again, and the next shortening waits twice as long.
 //! - A response with meters makes all of it moot: the gate forgets the estimate.
 
 use std::time::Duration;
@@ -84,9 +86,10 @@ struct Estimate {
     patience: u32,
     /// The limit was just raised: a refusal puts it back and doubles the patience.
     trying: bool,
-    /// The length in force is a guessed one shortened, not one measured: found too short,
-    /// the next shortening waits twice as long.
-    shortened: bool,
+    /// The length in force is a guessed one shortened, not one measured, from this one, which
+    /// passed its windows unrefused: found too short, it stands again, and the next shortening
+    /// waits twice as long.
+    shortened_from: Option<Duration>,
 }
 
 impl Learning {
@@ -193,17 +196,22 @@ impl Learning {
                 unrefused: 0,
                 patience: PATIENCE,
                 trying: false,
-                shortened: false,
+                shortened_from: None,
             });
             return;
         };
-        if refused.early && estimate.shortened {
+        let shortened_from = estimate.shortened_from.filter(|_| refused.early);
+        if shortened_from.is_some() {
             estimate.patience = (estimate.patience * 2).min(MOST_PATIENCE);
         }
         if refused.early || measured < estimate.length {
-            estimate.length = measured;
-            estimate.instructed = instructed;
-            estimate.shortened = false;
+            // Measured across the refusal, the length is only bounded: the one that passed
+            // its windows before the shortening is the tighter, unless this is shorter.
+            (estimate.length, estimate.instructed) = match shortened_from {
+                Some(before) if before <= measured => (before, false),
+                _ => (measured, instructed),
+            };
+            estimate.shortened_from = None;
         }
         estimate.unrefused = 0;
         if accepted == 0 {
@@ -296,8 +304,8 @@ impl Learning {
             } else {
                 // A length measured to the next accepted request is as long as the guessed
                 // waits before it: try an eighth less.
+                estimate.shortened_from = Some(estimate.length);
                 estimate.length -= estimate.length / 8;
-                estimate.shortened = true;
             }
         }
         true
@@ -614,13 +622,14 @@ mod tests {
             "the limit stays 20"
         );
         assert_eq!(learning.quota(window).unwrap().remaining, 19);
-        // The shortened window's end was early: the probe is refused. The length is measured
-        // again across it, and the next shortening waits twice as long.
+        // The shortened window's end was early: the probe is refused. Measured across it, the
+        // window was over within 2.5 s; the 2 s that passed before the shortening is tighter,
+        // and stands again. The next shortening waits twice as long.
         let end = learning.quota(window).unwrap().reset_at;
         accept(&mut learning, window, 1..20);
         assert!(learning.spent_window_over(end));
         learning.refused(end, end + 20 * MS, None);
-        let found = window + 2 * SECOND;
+        let found = window + 2500 * MS;
         learning.accepted(found, found);
         assert_eq!(learning.quota(found).unwrap().reset_at, found + 2 * SECOND);
         let mut window = found;
