@@ -21,8 +21,10 @@
 //!   trial's too), as a reset the server reports restores its own, and no probe is owed.
 //! - After a run of windows passes unrefused the limit is raised by one; a raise that is
 //!   refused doubles the run needed before the next. A length measured to the next accepted
-//!   request is shortened by an eighth instead; found too short, the length before stands
-//!   again, and the next shortening waits twice as long.
+//!   request is shortened by an eighth instead; found too short (refused early, or far below
+//!   the limit), the length before stands again, and the next shortening waits twice as
+//!   long. Such a length found early otherwise grows by an eighth, within what was measured
+//!   across the refusal: that measure runs through guessed waits, and bounds it loosely.
 //! - A response with meters makes all of it moot: the gate forgets the estimate.
 
 use std::time::Duration;
@@ -200,15 +202,27 @@ impl Learning {
             });
             return;
         };
-        let shortened_from = estimate.shortened_from.filter(|_| refused.early);
+        // Refused at a count that does not agree with its limit (far below it: the gate lets
+        // no more out), a window under a shortened length says, as one refused early does,
+        // that the shortening was too short.
+        let far_below = estimate.agreed && !agree(estimate.limit, accepted);
+        let shortened_from = estimate
+            .shortened_from
+            .filter(|_| refused.early || far_below);
         if shortened_from.is_some() {
             estimate.patience = (estimate.patience * 2).min(MOST_PATIENCE);
         }
-        if refused.early || measured < estimate.length {
+        if refused.early || shortened_from.is_some() || measured < estimate.length {
             // Measured across the refusal, the length is only bounded: the one that passed
             // its windows before the shortening is the tighter, unless this is shorter.
             (estimate.length, estimate.instructed) = match shortened_from {
                 Some(before) if before <= measured => (before, false),
+                // Found early, a length no instruction bounded is only bounded by the next
+                // request accepted, guessed waits after the refusal: an eighth longer is
+                // tried, within that bound.
+                None if refused.early && !instructed => {
+                    (measured.min(estimate.length + estimate.length / 8), false)
+                }
                 _ => (measured, instructed),
             };
             estimate.shortened_from = None;
@@ -641,6 +655,48 @@ mod tests {
         }
         assert_eq!(lengths[..8], [two; 8]);
         assert_eq!(lengths[8], two - two / 8);
+    }
+
+    #[test]
+    fn a_refusal_far_below_the_limit_after_a_shortening_gives_back_the_length_before_it() {
+        let (mut learning, mut window) = guessed(Instant::now());
+        for _ in 0..4 {
+            window = pass_window(&mut learning, window);
+        }
+        // Shortened to 1.75 s, this window is refused at its sixth request: not the count
+        // speaking, the shortening.
+        accept(&mut learning, window, 1..5);
+        learning.refused(window + 5 * MS, window + 25 * MS, None);
+        let mut window = window + 2 * SECOND;
+        learning.accepted(window, window);
+        let mut lengths = Vec::new();
+        for _ in 0..9 {
+            let next = pass_window(&mut learning, window);
+            lengths.push(next - window);
+            window = next;
+        }
+        let two = 2 * SECOND;
+        assert_eq!(
+            lengths[..8],
+            [two; 8],
+            "the length before, for twice as long"
+        );
+        assert_eq!(lengths[8], two - two / 8);
+    }
+
+    #[test]
+    fn a_length_no_instruction_bounded_found_early_grows_by_an_eighth_within_the_measure() {
+        let (mut learning, window) = guessed(Instant::now());
+        let end = learning.quota(window).unwrap().reset_at;
+        accept(&mut learning, window, 1..20);
+        assert!(learning.spent_window_over(end));
+        // The probe at the window's end is refused: the window had not passed. The next
+        // request accepted a second later bounds it at 3 s; an eighth longer is tried.
+        learning.refused(end, end + 20 * MS, None);
+        let found = end + SECOND;
+        learning.accepted(found, found);
+        let length = learning.quota(found).unwrap().reset_at - found;
+        assert_eq!(length, 2 * SECOND + 2 * SECOND / 8);
     }
 
     #[test]
