@@ -23,7 +23,7 @@
 //!   refused doubles the run needed before the next. A length measured to the next accepted
 //!   request is shortened by an eighth instead; found too short (refused early, or far below
 //!   the limit), the length before stands again, and the next shortening waits twice as
-//!   long. Such a length found early otherwise grows by an eighth, within what was measured
+//!   long and takes half as much. Such a length found early otherwise grows by an eighth, within what was measured
 //!   across the refusal: that measure runs through guessed waits, and bounds it loosely.
 //! - A response with meters makes all of it moot: the gate forgets the estimate.
 
@@ -37,6 +37,10 @@ use super::quota::Quota;
 const PATIENCE: u32 = 4;
 /// The longest run of windows a raise waits for.
 const MOST_PATIENCE: u32 = 64;
+/// A length no instruction bounded is first shortened by one part in this many.
+const FIRST_SHORTENING: u32 = 8;
+/// The least a shortening takes off: one part in this many.
+const LEAST_SHORTENING: u32 = 64;
 
 /// What is learned of one key's limit.
 #[derive(Clone, Copy, Debug, Default)]
@@ -90,8 +94,10 @@ struct Estimate {
     trying: bool,
     /// The length in force is a guessed one shortened, not one measured, from this one, which
     /// passed its windows unrefused: found too short, it stands again, and the next shortening
-    /// waits twice as long.
+    /// waits twice as long and takes half as much.
     shortened_from: Option<Duration>,
+    /// What share of the length the next shortening takes off: one part in this many.
+    shortening: u32,
 }
 
 impl Learning {
@@ -199,6 +205,7 @@ impl Learning {
                 patience: PATIENCE,
                 trying: false,
                 shortened_from: None,
+                shortening: FIRST_SHORTENING,
             });
             return;
         };
@@ -211,6 +218,7 @@ impl Learning {
             .filter(|_| refused.early || far_below);
         if shortened_from.is_some() {
             estimate.patience = (estimate.patience * 2).min(MOST_PATIENCE);
+            estimate.shortening = (estimate.shortening * 2).min(LEAST_SHORTENING);
         }
         if refused.early || shortened_from.is_some() || measured < estimate.length {
             // Measured across the refusal, the length is only bounded: the one that passed
@@ -317,9 +325,9 @@ impl Learning {
                 estimate.trying = true;
             } else {
                 // A length measured to the next accepted request is as long as the guessed
-                // waits before it: try an eighth less.
+                // waits before it: try it shorter.
                 estimate.shortened_from = Some(estimate.length);
-                estimate.length -= estimate.length / 8;
+                estimate.length -= estimate.length / estimate.shortening;
             }
         }
         true
@@ -654,7 +662,7 @@ mod tests {
             window = next;
         }
         assert_eq!(lengths[..8], [two; 8]);
-        assert_eq!(lengths[8], two - two / 8);
+        assert_eq!(lengths[8], two - two / 16, "and takes half as much");
     }
 
     #[test]
@@ -681,7 +689,7 @@ mod tests {
             [two; 8],
             "the length before, for twice as long"
         );
-        assert_eq!(lengths[8], two - two / 8);
+        assert_eq!(lengths[8], two - two / 16, "and takes half as much");
     }
 
     #[test]
