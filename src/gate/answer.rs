@@ -20,8 +20,8 @@ pub(crate) struct Admission {
     pub(crate) sent: Instant,
     /// The server's clock as the gate knew it then.
     pub(crate) server_clock: Option<ServerClock>,
-    /// Its call is held by quotas the gate learned.
-    pub(crate) learns: bool,
+    /// The cap of its call, where the call is held by quotas the gate learned.
+    pub(crate) learns: Option<Duration>,
 }
 
 impl Admission {
@@ -33,7 +33,7 @@ impl Admission {
             counted: false,
             sent: now,
             server_clock: None,
-            learns: false,
+            learns: None,
         }
     }
 }

@@ -13,18 +13,22 @@
 //!   the other): a server that refuses at random, or a limit shared with other clients, gives
 //!   counts that do not agree, and pacing by one of them would throttle the client for
 //!   nothing. Refused again near the limit (within a quarter below it), the limit becomes what
-//!   that window accepted; a refusal far below it is not the quota speaking and changes
-//!   nothing. A window whose first request was refused began too early: the length measured
-//!   across it replaces the estimate's.
-//! - Where the instruction a refusal carried has ended, the server named the end of the
-//!   window it refused in: the next window begins there with the whole learned quota (a
-//!   trial's too), as a reset the server reports restores its own, and no probe is owed.
+//!   that window accepted; a refusal far below it is not the quota speaking and leaves the
+//!   limit as it is. A window whose first request was refused began too early: the length
+//!   measured across it replaces the estimate's.
+//! - Where the instruction a refusal carried has ended and the refused window's count agrees
+//!   with the limit, the server named the end of the window it refused in: the next window
+//!   begins there with the whole learned quota (a trial's too), as a reset the server reports
+//!   restores its own, and no probe is owed. Answers to requests sent before then speak of
+//!   windows already settled.
 //! - After a run of windows passes unrefused the limit is raised by one; a raise that is
 //!   refused doubles the run needed before the next. A length measured to the next accepted
-//!   request is shortened by an eighth instead; found too short (refused early, or far below
-//!   the limit), the length before stands again, and the next shortening waits twice as
-//!   long and takes half as much. Such a length found early otherwise grows by an eighth, within what was measured
-//!   across the refusal: that measure runs through guessed waits, and bounds it loosely.
+//!   request is shortened by an eighth instead. Found too short while new (refused early, or
+//!   far below the limit, before as many windows passed under it as the first shortening
+//!   waited for), the length before stands again, and the next shortening waits twice as long
+//!   and takes half as much. Such a length found early
+//!   otherwise grows by an eighth, within what was measured across the refusal: that measure
+//!   runs through guessed waits, and bounds it loosely.
 //! - A response with meters makes all of it moot: the gate forgets the estimate.
 
 use std::time::Duration;
@@ -50,6 +54,9 @@ pub(super) struct Learning {
     passed: Option<Instant>,
     refused: Option<Refused>,
     estimate: Option<Estimate>,
+    /// When the learned quota was last restored: answers to requests sent before then speak
+    /// of windows already settled.
+    restored: Option<Instant>,
 }
 
 /// The window under way: since its first accepted request.
@@ -103,6 +110,9 @@ struct Estimate {
 impl Learning {
     /// A request sent at `sent` was accepted, at `now`.
     pub(super) fn accepted(&mut self, sent: Instant, now: Instant) {
+        if self.settled(sent) {
+            return;
+        }
         self.end_passed_window(sent);
         if let Some(window) = self.window.as_mut() {
             window.accepted += 1;
@@ -124,6 +134,9 @@ impl Learning {
     /// A request sent at `sent` was refused, heard at `now`, with the server's instruction
     /// ending at `until` if it gave one.
     pub(super) fn refused(&mut self, sent: Instant, now: Instant, until: Option<Instant>) {
+        if self.settled(sent) {
+            return;
+        }
         self.end_passed_window(sent);
         if let Some(window) = self.window.take() {
             self.refused = Some(Refused {
@@ -152,37 +165,49 @@ impl Learning {
         }
     }
 
-    /// The gate's closure after a refusal is over at `now`. Where the refusal's instruction
-    /// has ended, it named the end of the refused window, never early: the window is settled,
-    /// and, as a reset the server reported restores its quota, the next window begins now
-    /// with the whole learned quota (a trial's too: its wall is met with at most a quarter of
-    /// it out, as after a probe). Whether it did: then no probe is owed. A refused window
-    /// that accepted nothing was not the quota speaking, and the next request probes.
-    pub(super) fn reopened(&mut self, now: Instant) -> bool {
-        let Some(refused) = self.refused.filter(|refused| {
-            self.window.is_none()
-                && refused.accepted > 0
-                && refused.until.is_some_and(|until| until <= now)
-        }) else {
+    /// The gate's closure after a refusal is over at `now`, for calls capped at `cap`. Where
+    /// the refusal's instruction has ended, it named the end of the refused window, never
+    /// early: the window is settled, and, as a reset the server reported restores its quota,
+    /// the next window begins now with the whole learned quota (a trial's too: its wall is met
+    /// with at most a quarter of it out, as after a probe). Whether it did: then no probe is
+    /// owed. Where it does not ([`restores_when_reopened`](Self::restores_when_reopened)),
+    /// nothing changes, and the next request probes.
+    pub(super) fn reopened(&mut self, now: Instant, cap: Duration) -> bool {
+        let over = self
+            .refused
+            .and_then(|refused| refused.until)
+            .is_some_and(|until| until <= now);
+        let Some(refused) = self
+            .refused
+            .filter(|_| over && self.restores_when_reopened(cap))
+        else {
             return false;
         };
         self.refused = None;
         self.settle(refused, now);
-        if !self.estimate.is_some_and(|estimate| estimate.instructed) {
-            return false;
-        }
-        self.begin(now, now, 0);
+        self.restore(now);
         true
     }
 
     /// Whether the learned quota goes at once when the closure after the refusal heard last
-    /// ends: see [`reopened`](Self::reopened).
-    pub(super) fn restores_when_reopened(&self) -> bool {
-        self.window.is_none()
-            && self
-                .refused
-                .is_some_and(|refused| refused.accepted > 0 && refused.until.is_some())
-            && self.estimate.is_none_or(|estimate| estimate.instructed)
+    /// ends, for calls capped at `cap`: see [`reopened`](Self::reopened). Not where the
+    /// refusal carried no instruction, nor where the refused window accepted nothing (that was
+    /// not the quota speaking). Only where its count agrees with the limit learned: a count far
+    /// from it says the instruction named when one request more would go (a token bucket's
+    /// next token, a sliding window's oldest request leaving), not when a window's quota comes
+    /// back. Nor where the window measured is longer than `cap`: a learned quota resetting
+    /// beyond it holds none of those calls.
+    pub(super) fn restores_when_reopened(&self, cap: Duration) -> bool {
+        let Some(refused) = self.refused.filter(|_| self.window.is_none()) else {
+            return false;
+        };
+        refused.accepted > 0
+            && refused
+                .until
+                .is_some_and(|until| until.saturating_duration_since(refused.began) <= cap)
+            && self.estimate.is_none_or(|estimate| {
+                estimate.instructed && agree(estimate.limit, refused.accepted)
+            })
     }
 
     /// What a refused window says, now that a request sent after its refusal was accepted
@@ -210,12 +235,13 @@ impl Learning {
             return;
         };
         // Refused at a count that does not agree with its limit (far below it: the gate lets
-        // no more out), a window under a shortened length says, as one refused early does,
-        // that the shortening was too short.
+        // no more out), a window under a shortening still new (fewer windows passed under it
+        // than the first shortening waited for) says, as one refused early does, that the
+        // shortening was too short.
         let far_below = estimate.agreed && !agree(estimate.limit, accepted);
         let shortened_from = estimate
             .shortened_from
-            .filter(|_| refused.early || far_below);
+            .filter(|_| estimate.unrefused < PATIENCE && (refused.early || far_below));
         if shortened_from.is_some() {
             estimate.patience = (estimate.patience * 2).min(MOST_PATIENCE);
             estimate.shortening = (estimate.shortening * 2).min(LEAST_SHORTENING);
@@ -249,6 +275,18 @@ impl Learning {
             estimate.limit = estimate.limit.min(accepted);
         }
         estimate.trying = false;
+    }
+
+    /// Whether a request sent at `sent` went before the learned quota was last restored: its
+    /// window is settled.
+    fn settled(&self, sent: Instant) -> bool {
+        self.restored.is_some_and(|restored| sent < restored)
+    }
+
+    /// Begins a window at `now` with the whole learned quota.
+    fn restore(&mut self, now: Instant) {
+        self.begin(now, now, 0);
+        self.restored = Some(now);
     }
 
     /// Begins a window with its first request sent at `sent`, answered at `answered`.
@@ -292,7 +330,7 @@ impl Learning {
         }
         let restores = estimate.agreed && estimate.instructed;
         if restores {
-            self.begin(now, now, 0);
+            self.restore(now);
         }
         !restores
     }
@@ -359,6 +397,8 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
     const SECOND: Duration = Duration::from_secs(1);
+    /// The default cap of a call.
+    const CAP: Duration = Duration::from_secs(60);
 
     /// Requests `range` of those sent a millisecond apart from `from`, each accepted as it
     /// went.
@@ -741,10 +781,10 @@ mod tests {
         refused_window(&mut learning, start, 20, SECOND);
         let until = start + 40 * MS + SECOND;
         assert!(
-            !learning.reopened(until - MS),
+            !learning.reopened(until - MS, CAP),
             "the instruction has not ended"
         );
-        assert!(learning.reopened(until));
+        assert!(learning.reopened(until, CAP));
         // One window's count is a trial: 26 go at once, for the length measured to the end of
         // the instruction.
         let quota = learning.quota(until).unwrap();
@@ -753,9 +793,43 @@ mod tests {
         // The server refused the restored window's first request: its count was not the
         // quota speaking, and the next reopening probes.
         learning.refused(until, until + 20 * MS, Some(until + 20 * MS + SECOND));
-        assert!(!learning.restores_when_reopened());
-        assert!(!learning.reopened(until + 2 * SECOND));
+        assert!(!learning.restores_when_reopened(CAP));
+        assert!(!learning.reopened(until + 2 * SECOND, CAP));
         assert_eq!(learning.quota(until + 2 * SECOND), None);
+    }
+
+    #[test]
+    fn a_refused_window_far_below_the_limit_or_longer_than_the_cap_owes_a_probe() {
+        // Refused at its third request, where 20 were learned: the instruction named when one
+        // more would go, not when a window's quota comes back.
+        let (mut learning, now) = learned(Instant::now());
+        accept(&mut learning, now, 1..3);
+        let until = now + 20 * MS + SECOND;
+        learning.refused(now + 3 * MS, now + 20 * MS, Some(until));
+        assert!(!learning.restores_when_reopened(CAP));
+        assert!(!learning.reopened(until, CAP));
+        // A window measured longer than the calls' cap: its quota would hold none of them.
+        let start = Instant::now();
+        let mut learning = Learning::default();
+        refused_window(&mut learning, start, 20, SECOND);
+        let until = start + 40 * MS + SECOND;
+        assert!(!learning.reopened(until, SECOND));
+        assert!(learning.reopened(until, SECOND + 40 * MS));
+    }
+
+    #[test]
+    fn answers_to_requests_sent_before_a_restore_leave_the_restored_window_alone() {
+        let start = Instant::now();
+        let mut learning = Learning::default();
+        refused_window(&mut learning, start, 20, SECOND);
+        let until = start + 40 * MS + SECOND;
+        assert!(learning.reopened(until, CAP));
+        let whole = learning.quota(until).unwrap();
+        // A straggler sent before the refusal was heard comes back accepted, another refused:
+        // their window is settled.
+        learning.accepted(start + 30 * MS, until + 10 * MS);
+        learning.refused(start + 35 * MS, until + 20 * MS, Some(until + SECOND));
+        assert_eq!(learning.quota(until + 20 * MS), Some(whole));
     }
 
     #[test]
@@ -764,8 +838,8 @@ mod tests {
         let mut learning = Learning::default();
         accept(&mut learning, start, 0..20);
         learning.refused(start + 20 * MS, start + 40 * MS, None);
-        assert!(!learning.restores_when_reopened());
-        assert!(!learning.reopened(start + 2 * SECOND));
+        assert!(!learning.restores_when_reopened(CAP));
+        assert!(!learning.reopened(start + 2 * SECOND, CAP));
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //!   not respect the quota wait in a queue of their own, held only by a 429's closure and the
 //!   reopening after it, never by a quota, a spent window or a pace: off means off.
 //! - A probe belongs to the closure it follows (`epoch`): a late answer to an older one
-//!   changes nothing (see `release` for the reopening).
+//!   changes nothing (see `release` for the reopening). A reset, reported or learned, begins
+//!   a new epoch too: what went before it speaks of the window it ended.
 //! - Where the server gave its remaining quota, no more requests are out than it said remain
 //!   (`in_flight` counts those not yet answered), and a spent window holds every call that
 //!   respects it until its reset; the new window's first request probes.
@@ -227,7 +228,7 @@ impl Gate {
 
     /// Takes in what another process learned, through a shared store.
     pub(crate) fn learn(&mut self, report: Report, now: Instant) {
-        self.take_in(report, self.epoch, false, now);
+        self.take_in(report, self.epoch, None, now);
     }
 
     /// A request let through as `admitted` ended without a response (dropped, or a transport
@@ -298,8 +299,8 @@ impl Gate {
     }
 
     /// Takes in what the server said about the window of `epoch`, to a call held by learned
-    /// quotas if `learns`.
-    fn take_in(&mut self, report: Report, epoch: u64, learns: bool, now: Instant) {
+    /// quotas within the cap `learns` names, if it names one.
+    fn take_in(&mut self, report: Report, epoch: u64, learns: Option<Duration>, now: Instant) {
         if let Some(clock) = report.server_clock {
             self.server_clock = Some(
                 self.server_clock
@@ -310,7 +311,9 @@ impl Gate {
             // Where the learned quota goes at once when the instruction ends, that quota bounds
             // what goes then: a spread after it would only idle the key.
             let until = match report.instructed_until {
-                Some(instructed) if learns && self.learning.restores_when_reopened() => {
+                Some(instructed)
+                    if learns.is_some_and(|cap| self.learning.restores_when_reopened(cap)) =>
+                {
                     until.min(instructed)
                 }
                 _ => until,
@@ -403,7 +406,10 @@ impl Gate {
         if let Some(until) = self.closed_until.filter(|until| *until > now) {
             return Release::At(until);
         }
-        if terms.learned && self.learning.reopened(now) {
+        if terms.learned
+            && self.reopening.owes_refusal_probe()
+            && self.learning.reopened(now, terms.cap)
+        {
             self.reopening.restored();
             self.epoch += 1;
         }
@@ -470,7 +476,7 @@ impl Gate {
             counted: true,
             sent: now,
             server_clock: self.server_clock,
-            learns: terms.learned,
+            learns: terms.learned.then_some(terms.cap),
         }
     }
 
@@ -826,16 +832,52 @@ mod tests {
         assert!(gate.poll_waiter(ids[4], at, &waker, TERMS).is_err());
 
         // A layer that does not learn keeps the spread, and probes.
-        let unlearned = Terms {
-            learned: false,
-            ..TERMS
-        };
+        let unlearned = UNLEARNED;
         let mut gate = Gate::new();
         let heard = learned_three_then_refused(&mut gate, now, unlearned);
         assert_eq!(gate.closed_for(heard, unlearned), Some(SECOND + 80 * MS));
         let id = gate.arrive_as(heard, unlearned).unwrap_err();
         let (head, _) = gate.poll_until_let_through(id, heard, &waker, unlearned);
         assert!(head.probe.is_some());
+    }
+
+    /// The terms of a call through a layer that does not learn limits.
+    const UNLEARNED: Terms = Terms {
+        learned: false,
+        ..TERMS
+    };
+
+    #[test]
+    fn a_call_the_learned_quota_does_not_hold_still_probes_after_it_was_restored() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let heard = learned_three_then_refused(&mut gate, now, TERMS);
+        let open = heard + SECOND;
+        let restored = gate.come(open).unwrap();
+        assert!(restored.probe.is_none());
+        let unlearned = gate.arrive_as(open, UNLEARNED).unwrap();
+        assert!(
+            unlearned.probe.is_some(),
+            "the closure's probe is still owed"
+        );
+    }
+
+    #[test]
+    fn a_probe_out_when_a_learning_call_arrives_is_not_orphaned() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let heard = learned_three_then_refused(&mut gate, now, TERMS);
+        let open = heard + SECOND;
+        let (_, waker) = waker();
+        // A call that does not learn comes first: it probes, as before any learning.
+        let probe = gate.arrive_as(open, UNLEARNED).unwrap();
+        assert!(probe.probe.is_some());
+        // A learning call waits for that probe, and goes the moment it comes back healthy.
+        let id = gate.come(open).unwrap_err();
+        assert!(gate.poll_waiter(id, open, &waker, TERMS).is_err());
+        let back = open + 30 * MS;
+        gate.answered(probe, HEALTHY, back);
+        assert!(gate.poll_waiter(id, back, &waker, TERMS).is_ok());
     }
 
     #[test]
