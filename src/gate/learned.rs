@@ -748,6 +748,33 @@ mod tests {
     }
 
     #[test]
+    fn a_refusal_far_below_the_limit_leaves_a_shortening_that_held_its_windows() {
+        let (mut learning, mut window) = guessed(Instant::now());
+        for _ in 0..4 {
+            window = pass_window(&mut learning, window);
+        }
+        // Shortened to 1.75 s, found early: 2 s again, the next shortening after eight
+        // windows, a sixteenth.
+        let end = learning.quota(window).unwrap().reset_at;
+        accept(&mut learning, window, 1..20);
+        assert!(learning.spent_window_over(end));
+        learning.refused(end, end + 20 * MS, None);
+        let mut window = window + 2 * SECOND;
+        learning.accepted(window, window);
+        for _ in 0..12 {
+            window = pass_window(&mut learning, window);
+        }
+        // Shortened to 1.875 s four windows ago: a refusal far below the limit now is not the
+        // shortening speaking.
+        let shortened = 2 * SECOND - 2 * SECOND / 16;
+        accept(&mut learning, window, 1..5);
+        learning.refused(window + 5 * MS, window + 25 * MS, None);
+        let next = window + 2 * SECOND;
+        learning.accepted(next, next);
+        assert_eq!(learning.quota(next).unwrap().reset_at, next + shortened);
+    }
+
+    #[test]
     fn a_refusal_at_the_limit_after_a_shortening_does_not_slow_the_next() {
         let (mut learning, mut window) = guessed(Instant::now());
         for _ in 0..4 {
@@ -815,6 +842,27 @@ mod tests {
         let until = start + 40 * MS + SECOND;
         assert!(!learning.reopened(until, SECOND));
         assert!(learning.reopened(until, SECOND + 40 * MS));
+    }
+
+    #[test]
+    fn a_refused_window_that_restores_nothing_is_settled_by_the_next_request_accepted() {
+        let (mut learning, now) = learned(Instant::now());
+        accept(&mut learning, now, 1..3);
+        let until = now + 20 * MS + SECOND;
+        learning.refused(now + 3 * MS, now + 20 * MS, Some(until));
+        assert!(!learning.reopened(until, CAP));
+        // The probe is refused too: the same window, its instruction now later.
+        let later = until + 20 * MS + SECOND;
+        learning.refused(until, until + 20 * MS, Some(later));
+        let next = later + 10 * MS;
+        learning.accepted(next, next);
+        // Measured from the window's first request to the latest instruction, 2.04 s: longer
+        // than the 1.04 s learned, which stands (the window was not settled at the first
+        // instruction's end, which would have measured 1.02 s).
+        assert_eq!(
+            learning.quota(next).unwrap().reset_at,
+            next + SECOND + 40 * MS
+        );
     }
 
     #[test]
