@@ -668,15 +668,23 @@ mod tests {
         end
     }
 
+    /// Passes `count` windows from `window`, as [`pass_window`] does, and moves `window` on to
+    /// the last one's end: the lengths they took.
+    fn pass_windows(learning: &mut Learning, window: &mut Instant, count: usize) -> Vec<Duration> {
+        (0..count)
+            .map(|_| {
+                let next = pass_window(learning, *window);
+                let length = next - *window;
+                *window = next;
+                length
+            })
+            .collect()
+    }
+
     #[test]
     fn a_guessed_length_is_shortened_by_an_eighth_after_a_run_of_windows_unrefused() {
         let (mut learning, mut window) = guessed(Instant::now());
-        let mut lengths = Vec::new();
-        for _ in 0..5 {
-            let next = pass_window(&mut learning, window);
-            lengths.push(next - window);
-            window = next;
-        }
+        let lengths = pass_windows(&mut learning, &mut window, 5);
         let two = 2 * SECOND;
         assert_eq!(
             lengths,
@@ -695,12 +703,7 @@ mod tests {
         learning.accepted(found, found);
         assert_eq!(learning.quota(found).unwrap().reset_at, found + 2 * SECOND);
         let mut window = found;
-        let mut lengths = Vec::new();
-        for _ in 0..9 {
-            let next = pass_window(&mut learning, window);
-            lengths.push(next - window);
-            window = next;
-        }
+        let lengths = pass_windows(&mut learning, &mut window, 9);
         assert_eq!(lengths[..8], [two; 8]);
         assert_eq!(lengths[8], two - two / 16, "and takes half as much");
     }
@@ -717,12 +720,7 @@ mod tests {
         learning.refused(window + 5 * MS, window + 25 * MS, None);
         let mut window = window + 2 * SECOND;
         learning.accepted(window, window);
-        let mut lengths = Vec::new();
-        for _ in 0..9 {
-            let next = pass_window(&mut learning, window);
-            lengths.push(next - window);
-            window = next;
-        }
+        let lengths = pass_windows(&mut learning, &mut window, 9);
         let two = 2 * SECOND;
         assert_eq!(
             lengths[..8],
@@ -786,12 +784,7 @@ mod tests {
         learning.refused(window + 20 * MS, window + 40 * MS, None);
         let mut window = window + 2 * SECOND;
         learning.accepted(window, window);
-        let mut lengths = Vec::new();
-        for _ in 0..5 {
-            let next = pass_window(&mut learning, window);
-            lengths.push(next - window);
-            window = next;
-        }
+        let lengths = pass_windows(&mut learning, &mut window, 5);
         let shortened = 2 * SECOND - 2 * SECOND / 8;
         assert_eq!(lengths[..4], [shortened; 4]);
         assert_eq!(

@@ -594,6 +594,24 @@ mod tests {
             self.poll_until_let_through(id, now, waker, TERMS)
         }
 
+        /// Polls the queued `ids` from `now`: the first goes without a probe, at the instant
+        /// returned, and all but the last go with it; the last still waits.
+        fn all_but_the_last_go_together(
+            &mut self,
+            ids: &[u64],
+            now: Instant,
+            waker: &Waker,
+        ) -> (Admission, Instant) {
+            let (head, at) = self.go(ids[0], now, waker);
+            assert!(head.probe.is_none(), "no probe: the quota was restored");
+            let (last, together) = ids[1..].split_last().unwrap();
+            for id in together {
+                assert!(self.poll_waiter(*id, at, waker, TERMS).is_ok());
+            }
+            assert!(self.poll_waiter(*last, at, waker, TERMS).is_err());
+            (head, at)
+        }
+
         /// Polls `id`, the head of its queue, with `terms` until it goes.
         fn poll_until_let_through(
             &mut self,
@@ -819,17 +837,10 @@ mod tests {
         assert_eq!(gate.closed_for(heard, TERMS), Some(SECOND));
         let (_, waker) = waker();
         let ids: Vec<u64> = (0..5).map(|_| gate.come(heard).unwrap_err()).collect();
-        // One window's count is a trial: four go together, without a probe; the fifth waits.
-        let (head, at) = gate.go(ids[0], heard, &waker);
+        // One window's count is a trial: four go together, without a probe (the instruction
+        // named the end); the fifth waits.
+        let (_, at) = gate.all_but_the_last_go_together(&ids, heard, &waker);
         assert_eq!(at, heard + SECOND);
-        assert!(
-            head.probe.is_none(),
-            "no probe: the instruction named the end"
-        );
-        for id in &ids[1..4] {
-            assert!(gate.poll_waiter(*id, at, &waker, TERMS).is_ok());
-        }
-        assert!(gate.poll_waiter(ids[4], at, &waker, TERMS).is_err());
 
         // A layer that does not learn keeps the spread, and probes.
         let unlearned = UNLEARNED;
@@ -893,17 +904,10 @@ mod tests {
         gate.answered(first, whole(0, reset), now);
         let (_, waker) = waker();
         let ids: Vec<u64> = (0..4).map(|_| gate.come(now).unwrap_err()).collect();
-        // At the reset the three the window holds go together; the fourth waits for answers.
-        let (head, at) = gate.go(ids[0], now, &waker);
+        // At the reset the three the window holds go together, without a probe; the fourth
+        // waits for answers.
+        let (head, at) = gate.all_but_the_last_go_together(&ids, now, &waker);
         assert_eq!(at, reset);
-        assert!(
-            head.probe.is_none(),
-            "no probe: the reset restored the quota"
-        );
-        for id in &ids[1..3] {
-            assert!(gate.poll_waiter(*id, reset, &waker, TERMS).is_ok());
-        }
-        assert!(gate.poll_waiter(ids[3], reset, &waker, TERMS).is_err());
         // The first answer replaces what was restored, whatever window it names: the
         // restored one was taken to last ten seconds, as the one before did.
         gate.answered(head, whole(1, reset + SECOND), reset);
