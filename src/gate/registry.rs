@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
@@ -64,12 +64,19 @@ impl Registry {
     }
 }
 
+/// After a sweep that found no room, the least time before a closure may ask for another:
+/// a registry full of live closures (a flood of 429s on new keys) is not swept whole for
+/// every one of them.
+const SWEEP_AGAIN_AFTER: Duration = Duration::from_secs(1);
+
 #[derive(Default)]
 pub(super) struct Table {
     pub(super) gates: HashMap<Key, Gate, BuildKeyHasher>,
     /// New keys turned away since the last sweep for idle gates: a full registry is swept once
     /// per so many, so that turning keys away stays cheap.
     turned_away: usize,
+    /// Until when a closure does not sweep a full registry again: the last sweep found no room.
+    fruitless_until: Option<Instant>,
 }
 
 impl Table {
@@ -112,31 +119,41 @@ impl Table {
         }
     }
 
-    /// Whether a new key fits. A full registry forgets idle gates now and then. For a gate
-    /// that holds calls back (`urgent`: a closure, a spent window) it does so at once and, if
-    /// still full, forgets a gate that holds none (one that knows only a quota with room, a
-    /// pace, a probe owed), so that a 429 is not lost for want of room. A gate that holds
-    /// calls back is never forgotten: a closure or a spent window stays until it passes.
+    /// Whether a new key fits. A full registry forgets idle gates once per eighth of its
+    /// capacity turned away. For a gate that holds calls back (`urgent`: a closure, a spent
+    /// window) it does so at once and, if still full, forgets a gate that holds none (one that
+    /// knows only a quota with room, a pace, a probe owed), so that a 429 is not lost for want
+    /// of room; unless such a sweep found no room within the last [`SWEEP_AGAIN_AFTER`]. A
+    /// gate that holds calls back is never forgotten: a closure or a spent window stays until
+    /// it passes. So each new key costs a bounded share of a sweep, however many come.
     pub(super) fn make_room(&mut self, now: Instant, capacity: usize, urgent: bool) -> bool {
         if self.gates.len() < capacity {
             return true;
         }
         self.turned_away += 1;
+        let urgent = urgent && self.fruitless_until.is_none_or(|until| now >= until);
         if urgent || self.turned_away >= capacity / 8 {
             self.turned_away = 0;
             self.gates.retain(|_, gate| !gate.is_idle(now));
-        }
-        if urgent && self.gates.len() >= capacity {
-            let spare = self
-                .gates
-                .iter()
-                .find(|(_, gate)| !gate.holds_calls(now))
-                .map(|(key, _)| key.clone());
-            if let Some(spare) = spare {
-                self.gates.remove(&spare);
+            if urgent && self.gates.len() >= capacity {
+                self.forget_one_holding_no_call(now);
             }
+            self.fruitless_until = (self.gates.len() >= capacity).then(|| now + SWEEP_AGAIN_AFTER);
         }
         self.gates.len() < capacity
+    }
+
+    /// Forgets a gate that holds no call back (one that knows only a quota with room, a pace,
+    /// a probe owed), if there is one.
+    fn forget_one_holding_no_call(&mut self, now: Instant) {
+        let spare = self
+            .gates
+            .iter()
+            .find(|(_, gate)| !gate.holds_calls(now))
+            .map(|(key, _)| key.clone());
+        if let Some(spare) = spare {
+            self.gates.remove(&spare);
+        }
     }
 }
 
@@ -151,6 +168,7 @@ mod tests {
     const TERMS: Terms = Terms {
         metered: true,
         cap: Duration::from_secs(60),
+        longest_wait: Duration::from_secs(61),
         probe_timeout: Duration::from_secs(10),
         slow_start: true,
         learned: true,
@@ -246,6 +264,70 @@ mod tests {
         assert_eq!(table.gates.len(), 2);
         let over = now + SECOND;
         assert!(table.make_room(over, 2, true), "once they pass, they go");
+    }
+
+    #[test]
+    fn a_million_keys_closed_for_an_hour_leave_the_table_bounded_and_new_ones_unremembered() {
+        let now = Instant::now();
+        let capacity = 10_000;
+        let hour = Report {
+            refused: true,
+            closed_until: Some(now + 3600 * SECOND),
+            ..Report::default()
+        };
+        let mut table = Table::default();
+        for n in 0..1_000_000 {
+            let key = Key::named(format!("k{n}"));
+            table.answered(&key, Admission::uncounted(now), hour, now, capacity);
+            assert!(table.gates.len() <= capacity);
+        }
+        assert_eq!(table.gates.len(), capacity);
+        assert!(
+            table.gates.contains_key(&Key::named("k0")),
+            "the first closures are kept until they pass"
+        );
+        assert!(
+            !table.gates.contains_key(&Key::named("k999999")),
+            "a key closed once the table is full of live closures is not remembered"
+        );
+        // Once the hour has passed (and the minute a gate owing a probe is remembered for), a
+        // new closure is remembered again, at its first sweep.
+        let later = now + 3660 * SECOND;
+        let after_the_hour = Report {
+            closed_until: Some(later + 3600 * SECOND),
+            ..hour
+        };
+        let fresh = Key::named("fresh");
+        table.answered(
+            &fresh,
+            Admission::uncounted(later),
+            after_the_hour,
+            later,
+            capacity,
+        );
+        assert!(table.gates.contains_key(&fresh));
+        assert_eq!(table.gates.len(), 1, "the passed closures were swept");
+    }
+
+    #[test]
+    fn a_sweep_that_found_no_room_is_not_repeated_for_every_closure_within_a_second() {
+        let now = Instant::now();
+        let mut table = Table::default();
+        for n in 0..16 {
+            table
+                .gates
+                .insert(Key::named(format!("c{n}")), closed_gate(now));
+        }
+        assert!(!table.make_room(now, 16, true), "full of live closures");
+        // A gate has nothing left to remember; within the second, a new closure does not
+        // sweep for it.
+        let soon = now + SECOND - Duration::from_millis(1);
+        table.gates.insert(Key::named("c0"), Gate::new());
+        assert!(!table.make_room(soon, 16, true));
+        assert!(
+            table.make_room(now + SECOND, 16, true),
+            "a second later it does"
+        );
     }
 
     #[test]
