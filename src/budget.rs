@@ -4,9 +4,9 @@
 //! A call has a budget: a total wait (`max_wait`: every wait of the call added up) and attempt
 //! counts (transient retries; rate-limited retries as a backstop). A wait that does not fit
 //! ends the call with the last outcome: it is dropped, never shortened to fit, because a
-//! shortened wait buys exactly one more refused request. An instruction above the cap is a
-//! guard against an absurd or hostile value: it is neither waited nor shortened, and the
-//! response goes back to the caller at once.
+//! shortened wait buys exactly one more refused request. An instruction above the cap is
+//! neither waited nor shortened: the response goes back to the caller at once (and the gate
+//! remembers it, up to the horizon).
 //!
 //! How long a response closes its key's gate for every other call is budget arithmetic too:
 //! [`closure`].
@@ -31,8 +31,12 @@ pub(crate) enum Reason {
 pub(crate) enum Declined {
     /// Retrying rate-limited responses is turned off: the layer only observes.
     ObserveOnly,
-    /// The instruction is above `retry_after_cap`.
+    /// The instruction is above `retry_after_cap`: the gate remembers it, and later calls
+    /// fail fast until it passes.
     OverCap,
+    /// The instruction is beyond `retry_after_horizon`: absurd or hostile, it is not
+    /// remembered.
+    BeyondHorizon,
     /// The call used all its retries of this kind.
     OutOfRetries,
     /// The wait does not fit in what is left of `max_wait`.
@@ -45,7 +49,12 @@ impl fmt::Display for Declined {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Declined::ObserveOnly => "retrying rate-limited responses is off",
-            Declined::OverCap => "the server's wait is above retry_after_cap",
+            Declined::OverCap => {
+                "the server's wait is above retry_after_cap: later calls fail fast until it passes"
+            }
+            Declined::BeyondHorizon => {
+                "the server's wait is beyond retry_after_horizon: not remembered"
+            }
             Declined::OutOfRetries => "no retries left for this call",
             Declined::OutOfTime => "the wait does not fit in what is left of max_wait",
             Declined::NotReplayable => "the request body cannot be sent again",
@@ -109,6 +118,8 @@ impl Budget {
         };
         let declined = if action == Action::RateLimited && !settings.retry_on_rate_limit {
             Some(Declined::ObserveOnly)
+        } else if instruction.is_some_and(|instruction| instruction > settings.horizon) {
+            Some(Declined::BeyondHorizon)
         } else if instruction.is_some_and(|instruction| instruction > settings.retry_after_cap) {
             Some(Declined::OverCap)
         } else if used >= allowed {
@@ -161,50 +172,50 @@ impl Budget {
 pub(crate) struct Answer {
     /// It was a refusal (429).
     pub(crate) refused: bool,
-    /// How long the server said to wait, if it did.
+    /// How long the server said this call waits before its retry, if it did.
     pub(crate) instruction: Option<Duration>,
+    /// How long the server said every call on the key waits, as far as the layer holds its
+    /// calls by what it said: for a layer that does not respect what remains, a spent
+    /// meter's reset holds the refused call's retry (`instruction`), not the others.
+    pub(crate) closing: Option<Duration>,
     /// The refusal was for too many requests in flight (Stripe's concurrency limit).
     pub(crate) crowded: bool,
 }
 
 /// How long `answer` closes its key's gate, given the `decision` taken on it (`None`: the
-/// policy returned it): a rate-limited outcome closes it for the wait decided; a refusal the
-/// policy returns or retries as transient, for the server's instruction, or the first guess.
-/// An instruction above the cap leaves the gate open: blocking every call for it is worse than
-/// letting the caller decide. A guess never closes it beyond the cap either: the server named
-/// no time, and a long backoff is one call's caution, not a reason to fail every other call.
-/// A refusal for too many requests in flight, without an instruction, does not close it: it
-/// asks for fewer at once, not a pause, and the refused call backs off alone.
+/// policy returned it): a rate-limited outcome or a refusal closes it for the server's
+/// instruction (with its spread), or else for the wait the layer guessed (the decided one, or
+/// the first guess for a refusal the policy returns or retries as transient).
+///
+/// An instruction above the cap closes it all the same: the call that met it returns at once,
+/// but every later call would be a certain refusal, so they fail fast until it passes (the cap
+/// bounds a wait, not what is remembered). One beyond the horizon is absurd or hostile and
+/// closes nothing: no server can lock a key for years. A guess never closes it beyond the cap:
+/// the server named no time, and a long backoff is one call's caution, not a reason to fail
+/// every other call. A refusal for too many requests in flight, without an instruction, does
+/// not close it: it asks for fewer at once, not a pause, and the refused call backs off alone.
 pub(crate) fn closure(
     answer: Answer,
     decision: Option<&Decision>,
     settings: &Settings,
     unit: f64,
 ) -> Option<Duration> {
-    if answer
-        .instruction
-        .is_some_and(|instruction| instruction > settings.retry_after_cap)
-        || (answer.crowded && answer.instruction.is_none())
-    {
+    let rate_limited = decision.filter(|decision| decision.action == Action::RateLimited);
+    if !answer.refused && rate_limited.is_none() {
         return None;
     }
-    let (wait, reason) = match decision {
-        Some(decision) if decision.action == Action::RateLimited => {
-            (decision.wait, decision.reason)
+    match answer.closing {
+        Some(instruction) if instruction > settings.horizon => None,
+        Some(instruction) => Some(settings.backoff.instructed(instruction, unit)),
+        None if answer.crowded => None,
+        None => {
+            let guessed = match rate_limited {
+                Some(decision) if decision.reason == Reason::Guessed => decision.wait,
+                _ => settings.backoff.guessed(0, unit),
+            };
+            Some(guessed.min(settings.retry_after_cap))
         }
-        _ if answer.refused => match answer.instruction {
-            Some(instruction) => (
-                settings.backoff.instructed(instruction, unit),
-                Reason::Instructed,
-            ),
-            None => (settings.backoff.guessed(0, unit), Reason::Guessed),
-        },
-        _ => return None,
-    };
-    Some(match reason {
-        Reason::Instructed => wait,
-        Reason::Guessed => wait.min(settings.retry_after_cap),
-    })
+    }
 }
 
 #[cfg(test)]
@@ -294,24 +305,30 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_429_closes_the_gate_whatever_the_policy_but_not_beyond_the_cap() {
-        let settings = settings();
-        let refused = |instruction| Answer {
+    /// A refusal naming `instruction`, taken by the gate as it is by the call.
+    fn refused(instruction: Option<Duration>) -> Answer {
+        Answer {
             refused: true,
             instruction,
+            closing: instruction,
             crowded: false,
-        };
+        }
+    }
+
+    #[test]
+    fn a_429_closes_the_gate_whatever_the_policy_beyond_the_cap_too_but_not_beyond_the_horizon() {
+        let settings = settings();
         let thirty = Some(30 * SECOND);
         assert_eq!(closure(refused(thirty), None, &settings, 0.0), thirty);
-        assert_eq!(
-            closure(refused(Some(61 * SECOND)), None, &settings, 0.0),
-            None
-        );
+        let hour = Some(3600 * SECOND);
+        assert_eq!(closure(refused(hour), None, &settings, 0.0), hour);
+        let two_days = Some(settings.horizon);
+        assert_eq!(closure(refused(two_days), None, &settings, 0.0), two_days);
+        let beyond = Some(settings.horizon + SECOND);
+        assert_eq!(closure(refused(beyond), None, &settings, 0.0), None);
         let accepted = Answer {
             refused: false,
-            instruction: thirty,
-            crowded: false,
+            ..refused(thirty)
         };
         assert_eq!(closure(accepted, None, &settings, 0.0), None);
         let guessed = closure(refused(None), None, &settings, 0.0);
@@ -331,8 +348,7 @@ mod tests {
         let closed_for = |refused, action| {
             let answer = Answer {
                 refused,
-                instruction: None,
-                crowded: false,
+                ..Answer::default()
             };
             closure(answer, Some(&decided(action)), &settings, 0.0)
         };
@@ -352,11 +368,7 @@ mod tests {
                 .max(3600 * SECOND),
             ..settings()
         };
-        let guessed = Answer {
-            refused: true,
-            instruction: None,
-            crowded: false,
-        };
+        let guessed = refused(None);
         assert_eq!(closure(guessed, None, &settings, 0.5), Some(60 * SECOND));
         let decided = Budget::default().decide(Action::RateLimited, None, &settings, 0.5);
         assert!(decided.wait > 60 * SECOND);
@@ -364,11 +376,7 @@ mod tests {
             closure(guessed, Some(&decided), &settings, 0.5),
             Some(60 * SECOND)
         );
-        let instructed = Answer {
-            refused: true,
-            instruction: Some(60 * SECOND),
-            crowded: false,
-        };
+        let instructed = refused(Some(60 * SECOND));
         let waited = closure(instructed, None, &settings, 0.5).unwrap();
         assert!(waited > 60 * SECOND, "the spread is added, not clamped");
     }
@@ -378,17 +386,41 @@ mod tests {
         let settings = settings();
         let decided = Budget::default().decide(Action::RateLimited, None, &settings, 0.5);
         let crowded = Answer {
-            refused: true,
-            instruction: None,
             crowded: true,
+            ..refused(None)
         };
         assert_eq!(closure(crowded, Some(&decided), &settings, 0.5), None);
         assert_eq!(closure(crowded, None, &settings, 0.5), None);
         let instructed = Answer {
-            instruction: Some(2 * SECOND),
-            ..crowded
+            crowded: true,
+            ..refused(Some(2 * SECOND))
         };
         assert!(closure(instructed, Some(&decided), &settings, 0.5).is_some());
+    }
+
+    #[test]
+    fn a_refusal_whose_wait_the_gate_does_not_take_closes_it_only_for_a_guess() {
+        // A layer that does not respect what remains: the refused call waits out the spent
+        // meter's hour (`instruction`), but its other calls are held only by a guess.
+        let settings = settings();
+        let meter_only = Answer {
+            closing: None,
+            ..refused(Some(3600 * SECOND))
+        };
+        let decided =
+            Budget::default().decide(Action::RateLimited, Some(3600 * SECOND), &settings, 0.0);
+        assert_eq!(
+            closure(meter_only, Some(&decided), &settings, 0.0),
+            Some(SECOND / 4)
+        );
+    }
+
+    #[test]
+    fn an_instruction_beyond_the_horizon_is_declined_as_such() {
+        let settings = settings();
+        let beyond = settings.horizon + SECOND;
+        let decision = Budget::default().decide(Action::RateLimited, Some(beyond), &settings, 0.0);
+        assert_eq!(decision.declined, Some(Declined::BeyondHorizon));
     }
 
     #[test]

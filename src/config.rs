@@ -10,12 +10,14 @@ use crate::gate::Gates;
 use crate::headers::ReadHeaders;
 use crate::jitter::{Draws, Jitter};
 use crate::key::{Key, KeyFunction};
-use crate::settings::Settings;
+use crate::settings::{Durations, Settings};
 
 /// One layer's configuration.
 #[derive(Clone)]
 pub(crate) struct Config {
     pub(crate) settings: Settings,
+    /// The cap, budget and horizon as the user set them: `settings` holds them in force.
+    pub(crate) durations: Durations,
     pub(crate) gates: Gates,
     pub(crate) key: KeyFunction,
     pub(crate) jitter: Jitter,
@@ -27,6 +29,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             settings: Settings::default(),
+            durations: Durations::default(),
             gates: Gates::new(),
             key: KeyFunction::default(),
             jitter: Jitter::Random,
@@ -36,7 +39,7 @@ impl Default for Config {
 }
 
 impl Config {
-    /// This configuration with its settings' floors applied: what a service runs with.
+    /// This configuration with the probe timeout's floor applied: what a service runs with.
     pub(crate) fn in_force(&self) -> Config {
         Config {
             settings: self.settings.effective(),

@@ -41,7 +41,9 @@ use crate::budget::{Answer, Budget, closure};
 use crate::config::Config;
 use crate::cost::CallCost;
 use crate::events;
-use crate::gate::{Call, Entered, Held, Pass, Place, Reservation, Reserving, Retry, Said, after};
+use crate::gate::{
+    Call, Entered, Held, NotYet, Pass, Place, Reservation, Reserving, Retry, Said, after,
+};
 use crate::jitter::Draws;
 use crate::policy::{Action, Attempt, BoxError, Outcome, Policy};
 use crate::throttled::Throttled;
@@ -101,6 +103,9 @@ pin_project! {
 type Timer = Pin<Box<Sleep>>;
 
 /// What comes after a step of the call: another state, or the call's result.
+// A step is returned and at once moved into the future's state, never kept: boxing the state
+// to shrink it would allocate on every step of every call.
+#[allow(clippy::large_enum_variant)]
 enum Step<F, B, R> {
     Next(State<F, B>),
     Finish(Result<R, BoxError>),
@@ -188,7 +193,7 @@ where
                     let deadline = after(since, this.budget.time_left(&this.config.settings));
                     // Asked before the deadline is checked: a gate that opens at the very
                     // instant the budget ends lets the call go, as entering promised.
-                    match place.poll(now, cx.waker()) {
+                    match place.poll(now, deadline.saturating_duration_since(now), cx.waker()) {
                         Ok(pass) => {
                             this.budget.add_wait(now - since);
                             match this.state.as_mut().project_replace(State::Done) {
@@ -196,13 +201,19 @@ where
                                 _ => continue,
                             }
                         }
+                        Err(NotYet::GiveUp(throttled)) => {
+                            // Closed longer than the call may wait: it gives up now, rather
+                            // than sleep out its budget first.
+                            this.budget.add_wait(now - since);
+                            this.throttled(throttled)
+                        }
                         Err(_) if now >= deadline => {
                             // The budget is spent, whatever the gate would say later.
                             this.budget.add_wait(deadline - since);
                             let throttled = place.throttled(now);
                             this.throttled(throttled)
                         }
-                        Err(look_again) => {
+                        Err(NotYet::LookAgain(look_again)) => {
                             let wake = look_again.map_or(deadline, |at| at.min(deadline));
                             if sleep.deadline() != wake {
                                 sleep.as_mut().reset(wake);
@@ -549,7 +560,10 @@ mod tests {
 
     #[test]
     fn giving_up_keeps_the_last_error_or_the_last_responses_head() {
-        let throttled = || Throttled::new(Key::named("api"), Duration::from_secs(9));
+        let held_by = crate::HeldBy::RetryAfter {
+            status: StatusCode::TOO_MANY_REQUESTS,
+        };
+        let throttled = || Throttled::new(Key::named("api"), Duration::from_secs(9), held_by);
         let (head, _) = Response::builder()
             .status(429)
             .header("retry-after", "9")

@@ -18,16 +18,18 @@ use crate::service::RateLimit;
 
 /// Applies [`RateLimit`] to a service. See the [crate documentation](crate) for what it does.
 ///
-/// Every setting has a documented default and a floor; the floors are applied when the layer
-/// wraps a service, whatever order the setters were called in.
+/// Every setting has a documented default. What you set is never overridden: of the cap,
+/// `max_wait` and the horizon, the ones left unset follow the ones set, and ones set at odds
+/// make the setter panic with a message naming the setting to change, whatever the order.
 ///
 /// | setting | default |
 /// |---|---|
 /// | [`retry_on_rate_limit`](Self::retry_on_rate_limit) | on (off = observe only) |
-/// | [`retry_after_cap`](Self::retry_after_cap) | 60 s |
-/// | [`max_wait`](Self::max_wait) | 120 s, at least 2 × the cap |
-/// | [`transient_retries`](Self::transient_retries) | 3, at least 1 |
-/// | [`rate_limited_retries`](Self::rate_limited_retries) | 10, at least 1 |
+/// | [`retry_after_cap`](Self::retry_after_cap) | 60 s (at most half of `max_wait`, if set) |
+/// | [`max_wait`](Self::max_wait) | 120 s (at least 2 × the cap, if set) |
+/// | [`retry_after_horizon`](Self::retry_after_horizon) | 2 days (at least the cap) |
+/// | [`transient_retries`](Self::transient_retries) | 3 |
+/// | [`rate_limited_retries`](Self::rate_limited_retries) | 10 |
 /// | [`backoff`](Self::backoff) | 500 ms × 2^n, at most 20 s, × U[0.5, 1] |
 /// | [`respect_remaining`](Self::respect_remaining) | on |
 /// | [`probe_timeout`](Self::probe_timeout) | 10 s |
@@ -109,17 +111,68 @@ impl<P> RateLimitLayer<P> {
         self
     }
 
-    /// The longest instruction the layer will wait out (default 60 s).
+    /// The longest instruction a call waits out (default 60 s; with [`max_wait`](Self::max_wait)
+    /// set, at most half of it, and at most the [horizon](Self::retry_after_horizon)).
     ///
-    /// A longer `Retry-After` (or reset) is a guard against an absurd or hostile value: the
-    /// layer neither waits it nor shortens it, and returns that response to the caller at once.
+    /// The cap bounds a wait, not what is remembered. A longer `Retry-After` (or the reset of
+    /// a spent meter) is neither waited nor shortened: the call that met it gets that response
+    /// at once. The key's gate remembers it until it passes, and while it holds, every call on
+    /// the key fails fast with [`Throttled`](crate::Throttled) (the true time left, and what
+    /// set it), sending nothing: a request the server already said it will refuse is a certain
+    /// refusal, which costs quota and standing. A layer that sees `Retry-After: 3600` never
+    /// sends that key's next call inside the hour, and never sleeps for it either.
+    ///
+    /// `Duration::ZERO` waits no instruction (a guessed backoff is still slept); with
+    /// `Duration::MAX` every instruction within the horizon is waited (and the budget and the
+    /// horizon, if left unset, follow it: a call then sleeps as long as the server says, so
+    /// keep that for servers you trust).
+    ///
+    /// # Panics
+    ///
+    /// If `max_wait` was set below twice `cap`, or the horizon was set below `cap`: the
+    /// message says which setting to change. Settings are never adjusted behind your back.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tower_retry_after::RateLimitLayer;
+    ///
+    /// // Waits of up to five minutes; `max_wait` follows, to ten.
+    /// let layer = RateLimitLayer::new().retry_after_cap(Duration::from_secs(300));
+    /// # let _ = layer;
+    /// ```
     pub fn retry_after_cap(mut self, cap: Duration) -> Self {
-        self.config.settings.retry_after_cap = cap;
-        self
+        self.config.durations.cap = Some(cap);
+        self.resolve_durations()
     }
 
-    /// The most one call may wait in total, every wait added up (default 120 s; at least twice
-    /// the cap, and raised to that if set lower).
+    /// The longest instruction or spent window the gates remember (default two days; at least
+    /// the cap, which follows it down if left unset).
+    ///
+    /// An instruction beyond it (`Retry-After: 2147483647`, a date in 2090) is absurd or
+    /// hostile: the call that met it gets the response at once, and nothing is remembered, so
+    /// the key's next call is sent. No server can lock a key for years. A spent window whose
+    /// reset lies beyond it is not held either. `Duration::ZERO` remembers nothing beyond the
+    /// cap (which follows it to zero if unset).
+    ///
+    /// # Panics
+    ///
+    /// If the cap was set beyond `horizon`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tower_retry_after::RateLimitLayer;
+    ///
+    /// // An API with a monthly quota: remember its reset up to 31 days ahead.
+    /// let layer = RateLimitLayer::new().retry_after_horizon(Duration::from_secs(31 * 86_400));
+    /// # let _ = layer;
+    /// ```
+    pub fn retry_after_horizon(mut self, horizon: Duration) -> Self {
+        self.config.durations.horizon = Some(horizon);
+        self.resolve_durations()
+    }
+
+    /// The most one call may wait in total, every wait added up (default 120 s; with the cap
+    /// set, at least twice it, which it follows if left unset).
     ///
     /// A wait that does not fit in what is left ends the call with the last outcome (response
     /// or error); it is never shortened to fit. A call that gave up after it began to wait ends
@@ -138,20 +191,53 @@ impl<P> RateLimitLayer<P> {
     /// between count and duration: at the defaults, instructions shorter than
     /// `max_wait / rate_limited_retries` = 12 s run out of retries first, longer ones run out
     /// of time first.
+    ///
+    /// `Duration::ZERO` waits nothing (the cap, if unset, follows it to zero: every closed
+    /// gate fails its calls fast); `Duration::MAX` never runs out (the counts still bind).
+    ///
+    /// # Panics
+    ///
+    /// If the cap was set above half of `max_wait`: the message says which setting to change.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tower_retry_after::RateLimitLayer;
+    ///
+    /// // Under a 30 s timeout: the cap follows, to 12 s.
+    /// let layer = RateLimitLayer::new().max_wait(Duration::from_secs(24));
+    /// # let _ = layer;
+    /// ```
     pub fn max_wait(mut self, max_wait: Duration) -> Self {
-        self.config.settings.max_wait = max_wait;
-        self
+        self.config.durations.max_wait = Some(max_wait);
+        self.resolve_durations()
+    }
+
+    /// The cap, budget and horizon in force after a setter: the ones left unset follow the
+    /// ones set, and ones set at odds are refused here, when the layer is built, rather than
+    /// adjusted or found out at call time.
+    fn resolve_durations(mut self) -> Self {
+        match self.config.durations.resolve() {
+            Ok((cap, max_wait, horizon)) => {
+                let settings = &mut self.config.settings;
+                settings.retry_after_cap = cap;
+                settings.max_wait = max_wait;
+                settings.horizon = horizon;
+                self
+            }
+            Err(at_odds) => panic!("{at_odds}"),
+        }
     }
 
     /// How many times one call retries transient failures: 408, 5xx, transport errors
-    /// (default 3, at least 1; to retry none, say so in the policy).
+    /// (default 3; zero retries none).
     pub fn transient_retries(mut self, retries: u32) -> Self {
         self.config.settings.transient_retries = retries;
         self
     }
 
     /// How many times one call retries rate-limited responses, a backstop behind
-    /// [`max_wait`](Self::max_wait) (default 10, at least 1; to retry none, turn
+    /// [`max_wait`](Self::max_wait) (default 10). Zero retries none, but the gate still holds
+    /// the key's other calls for the server's time (to neither retry nor hold, turn
     /// [`retry_on_rate_limit`](Self::retry_on_rate_limit) off).
     pub fn rate_limited_retries(mut self, retries: u32) -> Self {
         self.config.settings.rate_limited_retries = retries;
@@ -367,15 +453,36 @@ mod tests {
     const SECOND: Duration = Duration::from_secs(1);
 
     #[test]
-    fn the_budget_is_raised_to_twice_the_cap_whatever_the_order() {
+    fn the_budget_follows_a_raised_cap_whatever_the_order_of_other_setters() {
         let cap_first = RateLimitLayer::new()
             .retry_after_cap(100 * SECOND)
-            .max_wait(150 * SECOND);
-        let budget_first = RateLimitLayer::new()
-            .max_wait(150 * SECOND)
+            .transient_retries(2);
+        let cap_last = RateLimitLayer::new()
+            .transient_retries(2)
             .retry_after_cap(100 * SECOND);
-        for layer in [cap_first, budget_first] {
-            assert_eq!(layer.config.in_force().settings.max_wait, 200 * SECOND);
+        for layer in [cap_first, cap_last] {
+            assert_eq!(layer.config.settings.max_wait, 200 * SECOND);
+        }
+    }
+
+    #[test]
+    fn a_cap_and_budget_set_at_odds_are_refused_in_either_order() {
+        let budget_last = std::panic::catch_unwind(|| {
+            RateLimitLayer::new()
+                .retry_after_cap(100 * SECOND)
+                .max_wait(150 * SECOND)
+        });
+        let cap_last = std::panic::catch_unwind(|| {
+            RateLimitLayer::new()
+                .max_wait(150 * SECOND)
+                .retry_after_cap(100 * SECOND)
+        });
+        for refused in [budget_last, cap_last] {
+            let message = *refused.err().unwrap().downcast::<String>().unwrap();
+            assert!(
+                message.contains("raise max_wait to at least 200s"),
+                "{message}"
+            );
         }
     }
 }

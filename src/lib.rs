@@ -23,8 +23,13 @@
 //! - **No instruction, a guess**: exponential backoff (500 ms · 2^n, at most 20 s) with
 //!   multiplicative jitter and a floor. `Retry-After: 0` is no instruction: honoured literally
 //!   it is a burst against a limiter that asked for a pause.
-//! - **Cap**: an instruction above `retry_after_cap` (60 s) is not waited and not shortened; the
-//!   response goes back to the caller at once.
+//! - **The cap bounds a wait, not what is remembered**: an instruction above
+//!   `retry_after_cap` (60 s) is not waited and not shortened; the response goes back to the
+//!   caller at once, and the key's gate remembers it: until it passes, every call on the key
+//!   fails fast with [`Throttled`] (the time left, and what set it), sending nothing. The same
+//!   for a spent window whose reset lies beyond the cap (an hourly or daily quota at zero).
+//!   Beyond `retry_after_horizon` (two days) an instruction is absurd or hostile: returned at
+//!   once, and not remembered.
 //! - **Budget per call, drop rather than clamp**: all waits of a call add up to at most
 //!   `max_wait` (120 s); a wait that does not fit ends the call with the last outcome. A
 //!   waiting call keeps only the head of the response it will retry: it holds no connection.
@@ -104,7 +109,7 @@ pub use policy::BoxError;
 #[cfg(feature = "redis")]
 pub use redis::RedisStore;
 pub use service::RateLimit;
-pub use throttled::Throttled;
+pub use throttled::{HeldBy, Throttled};
 pub use tokens::TokenCost;
 
 /// What the fuzz crate checks beyond the public API; not part of the API.

@@ -12,7 +12,7 @@ use http::Request;
 use limiter::{Headers, Limiter, Model, retry_after};
 use tokio::time::Instant;
 use tower::{Layer, ServiceExt};
-use tower_retry_after::{Gates, Key, MemoryStore, RateLimitLayer, Window, WindowStore};
+use tower_retry_after::{Gates, Key, MemoryStore, RateLimitLayer, Throttled, Window, WindowStore};
 
 const SECOND: Duration = Duration::from_secs(1);
 const PROCESSES: usize = 4;
@@ -172,10 +172,11 @@ async fn a_call_the_store_held_after_waiting_at_its_gate_is_sent_only_on_a_ready
     );
 }
 
-/// An instruction beyond the cap is not kept by the process that met it (its caller has the
-/// 429 at once), and not shared either: it holds no other process.
+/// An instruction beyond the cap is returned at once to the call that met it, and kept and
+/// shared all the same: every process's calls on the key fail fast, sending nothing, until it
+/// passes.
 #[tokio::test(start_paused = true)]
-async fn an_instruction_beyond_the_cap_holds_no_other_process() {
+async fn an_instruction_beyond_the_cap_fails_every_process_fast_until_it_passes() {
     let limiter = Limiter::new(Model::ClosedUntil(Instant::now()), Headers::RetryAfter)
         .scripted(vec![(429, retry_after(3600 * SECOND))]);
     let store = Arc::new(MemoryStore::new());
@@ -188,11 +189,20 @@ async fn an_instruction_beyond_the_cap_holds_no_other_process() {
             .body(String::new())
             .unwrap()
     };
-    let refused = first.oneshot(request()).await.unwrap();
+    let refused = first.clone().oneshot(request()).await.unwrap();
     assert_eq!(refused.status(), 429);
     tokio::time::sleep(Duration::from_millis(100)).await;
     let started = Instant::now();
-    let other = second.oneshot(request()).await.unwrap();
-    assert_eq!(other.status(), 200);
-    assert!(started.elapsed() < SECOND, "held {:?}", started.elapsed());
+    let error = second.clone().oneshot(request()).await.unwrap_err();
+    let throttled = error.downcast_ref::<Throttled>().expect("throttled");
+    assert!(started.elapsed() < Duration::from_millis(100), "held");
+    assert!(
+        throttled.retry_after() > 3590 * SECOND,
+        "{:?}",
+        throttled.retry_after()
+    );
+    assert_eq!(limiter.log().len(), 1, "nothing sent inside the hour");
+    tokio::time::sleep(3600 * SECOND).await;
+    assert_eq!(second.oneshot(request()).await.unwrap().status(), 200);
+    assert_eq!(limiter.log().len(), 2);
 }

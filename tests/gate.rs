@@ -626,7 +626,7 @@ async fn a_transient_failure_never_closes_the_gate() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_call_whose_budget_covers_the_closure_exactly_waits_it_out() {
+async fn a_call_whose_cap_covers_the_closure_exactly_waits_it_out() {
     // A 429 returned to its caller: it closes the gate for 300 s and nobody waits there.
     let refusal = vec![
         ("retry-after", "300".to_owned()),
@@ -641,9 +641,10 @@ async fn a_call_whose_budget_covers_the_closure_exactly_waits_it_out() {
         .max_wait(Duration::from_secs(1200));
     assert_eq!(statuses(spawn_calls(&patient, &limiter, 1)).await, [429]);
     let closed_for = gates.snapshot(&key()).and_then(|gate| gate.closed_for());
-    // The default budget, 120 s, is then exactly what is left of the closure.
-    tokio::time::advance(closed_for.unwrap() - 120 * SECOND).await;
-    let opens = Instant::now() + 120 * SECOND;
+    // The longest a default call waits out a closure, the 60 s cap and the 1 s of spread an
+    // instruction that long is given, is then exactly what is left of the closure.
+    tokio::time::advance(closed_for.unwrap() - 61 * SECOND).await;
+    let opens = Instant::now() + 61 * SECOND;
     let exact = RateLimitLayer::new().gates(gates.clone());
     let response = exact
         .layer(limiter.clone())
@@ -1102,8 +1103,9 @@ async fn a_spent_window_on_a_new_key_takes_the_place_of_a_key_that_holds_nothing
     assert_eq!(gates.len(), 1);
 }
 
-/// Hole 11: with `respect_remaining(false)`, calls queued behind a 429 were still paced by the
-/// policy and held by a spent window the probe's answer reported.
+/// With `respect_remaining(false)`, the calls queued behind a 429 are held by its own
+/// `Retry-After` alone, never paced by the policy or held by the spent window the answers
+/// report; the refused call itself is not resent into the window the server said is spent.
 #[tokio::test(start_paused = true)]
 async fn a_layer_that_does_not_respect_remaining_is_held_only_by_the_429() {
     let arrivals = Arc::default();
@@ -1131,7 +1133,6 @@ async fn a_layer_that_does_not_respect_remaining_is_held_only_by_the_429() {
                     .oneshot(request("api.test")),
             )
         })
-        .chain([first])
         .collect();
     for waiter in waiters {
         assert_eq!(waiter.await.unwrap().unwrap().status(), 200);
@@ -1140,6 +1141,13 @@ async fn a_layer_that_does_not_respect_remaining_is_held_only_by_the_429() {
         started.elapsed() < 2 * SECOND,
         "held {:?}: by the pace or the spent window",
         started.elapsed()
+    );
+    assert_eq!(first.await.unwrap().unwrap().status(), 200);
+    let refused_retry = arrivals.lock().unwrap().last().copied().unwrap();
+    assert!(
+        refused_retry >= started + 10 * SECOND,
+        "the refused call went again {:?} after, inside the 10 s its answer said are spent",
+        refused_retry - started
     );
 }
 

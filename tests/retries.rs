@@ -115,25 +115,35 @@ async fn count_binds_below_the_crossover_and_time_above_it() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_budget_set_below_twice_the_cap_is_raised_to_it() {
+async fn a_budget_set_alone_lowers_the_cap_to_half_of_it_and_is_never_raised() {
     let script = Script::repeat(status(429, &[("retry-after", "30")]), 1);
     let layer = RateLimitLayer::new().max_wait(10 * SECOND);
-    let response = call(layer, &script, "POST").await.unwrap();
+    let started = Instant::now();
+    let response = call(layer.clone(), &script, "POST").await.unwrap();
     assert_eq!(
         response.status(),
-        StatusCode::OK,
-        "120 s in force, so 30 s fits"
+        StatusCode::TOO_MANY_REQUESTS,
+        "30 s is over the 5 s cap that follows a 10 s budget: returned at once"
     );
-    assert_eq!(script.attempts().len(), 2);
+    assert_eq!(started.elapsed(), Duration::ZERO);
+    assert_eq!(script.attempts().len(), 1);
 }
 
 #[tokio::test(start_paused = true)]
-async fn zero_retry_counts_are_raised_to_one() {
-    let script = Script::repeat(status(503, &[]), 5);
-    call(RateLimitLayer::new().transient_retries(0), &script, "GET")
-        .await
-        .unwrap();
-    assert_eq!(script.attempts().len(), 2);
+async fn zero_retry_counts_retry_none() {
+    let failing = Script::repeat(status(503, &[]), 5);
+    let response = call(RateLimitLayer::new().transient_retries(0), &failing, "GET").await;
+    assert_eq!(response.unwrap().status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(failing.attempts().len(), 1);
+    let refusing = Script::repeat(status(429, &[("retry-after", "2")]), 5);
+    let response = call(
+        RateLimitLayer::new().rate_limited_retries(0),
+        &refusing,
+        "GET",
+    )
+    .await;
+    assert_eq!(response.unwrap().status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(refusing.attempts().len(), 1);
 }
 
 #[tokio::test(start_paused = true)]

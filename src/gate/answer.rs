@@ -1,11 +1,20 @@
 //! What a gate answers a call: how its request was let through ([`Admission`]), what it met on
-//! arriving ([`Arrival`]), and what a retry meets that must wait ([`Hold`]).
+//! arriving ([`Arrival`]), what a retry meets that must wait ([`Hold`]), and what holds a
+//! call back longer than it may wait ([`Closed`]).
 
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::time::ServerClock;
+use crate::throttled::HeldBy;
+
+/// What holds a call back at its gate: for how long from now, and what set it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Closed {
+    pub(crate) left: Duration,
+    pub(crate) by: HeldBy,
+}
 
 /// How a request was let through, as its response must be recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +55,7 @@ pub(crate) enum Arrival {
     /// It waits in its queue, with this id.
     Queued(u64),
     /// The gate stays closed to it for longer than it may wait.
-    Beyond(Duration),
+    Beyond(Closed),
 }
 
 /// Where a call stands whose next attempt must wait at least a given time.
@@ -55,7 +64,16 @@ pub(crate) enum Hold {
     /// The gate is closed at least that long: the call waits in the queue, with this id.
     Queued(u64),
     /// The gate is closed for longer than the call may still wait.
-    Beyond(Duration),
+    Beyond(Closed),
     /// The gate does not hold the wait: the call sleeps it itself.
     Free,
+}
+
+/// What a waiting call hears when it asks whether it may go, and may not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Look {
+    /// Ask again then (`None`: when woken).
+    Again(Option<Instant>),
+    /// The gate is now closed to it for longer than it may still wait: it gives up at once.
+    Beyond(Closed),
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use http::Response;
+use http::{Response, StatusCode};
 use tokio::time::Instant;
 
 use super::Gates;
@@ -25,7 +25,7 @@ use crate::budget::Answer;
 use crate::headers::{RateLimitInfo, ReadHeaders, Unit};
 use crate::key::Key;
 use crate::settings::Settings;
-use crate::throttled::Throttled;
+use crate::throttled::{HeldBy, Throttled};
 use crate::tokens::TokenCost;
 
 /// The least a call held by the shared store sleeps before it asks again.
@@ -78,6 +78,7 @@ impl Call {
         let terms = Terms {
             metered: settings.respect_remaining,
             cap: settings.retry_after_cap,
+            longest_wait: settings.longest_wait(),
             probe_timeout: settings.probe_timeout,
             slow_start: settings.respect_remaining && settings.slow_start,
             learned: settings.respect_remaining && settings.learn_limits,
@@ -140,10 +141,16 @@ impl Call {
         registry
             .lock()
             .learn(&limit, *report, now, registry.capacity);
-        *report = Report {
-            server_clock: report.server_clock,
-            ..Report::default()
-        };
+        // A call gated by the whole key went before any of its limits was known (the slow
+        // start's first call, and those held behind it): the calls still at that gate are
+        // released by what this answer said, or they would go unheld into a limit it says is
+        // spent. A call gated by another limit only counts the answer back.
+        if self.whole().is_some() {
+            *report = Report {
+                server_clock: report.server_clock,
+                ..Report::default()
+            };
+        }
     }
 
     /// What a response said of the key's token meters.
@@ -164,14 +171,14 @@ impl Call {
         let mut table = registry.lock();
         if let Some(closed) = self
             .whole()
-            .and_then(|whole| table.gates.get(whole)?.closed_for(now, self.terms))
+            .and_then(|whole| table.gates.get(whole)?.closed(now, self.terms))
         {
-            return self.not_before(after(now, closed), now, budget);
+            return self.not_before(after(now, closed.left), closed.by, now, budget);
         }
         if let Some(gate) = table.gates.get_mut(&self.key) {
             if let Some(cost) = self.cost() {
-                if let Err(reset_at) = gate.spend_tokens(cost, now) {
-                    return self.not_before(reset_at, now, budget);
+                if let Err((reset_at, unit)) = gate.spend_tokens(cost, now) {
+                    return self.not_before(reset_at, HeldBy::TokenCost { unit }, now, budget);
                 }
             }
             return self.arrive(gate, now, budget);
@@ -215,17 +222,18 @@ impl Call {
         registry
             .lock()
             .learn(&self.key, window.to_report(&clocks), now, registry.capacity);
-        match self.not_before(until, now, budget) {
+        match self.not_before(until, HeldBy::Fleet, now, budget) {
             Entered::NotBefore(until) => Entered::Held(until),
             other => other,
         }
     }
 
-    /// The call may not go before `until`: it sleeps till then if `budget` allows.
-    fn not_before(&self, until: Instant, now: Instant, budget: Duration) -> Entered {
-        let closed = until.saturating_duration_since(now);
-        if closed > budget {
-            Entered::Throttled(Throttled::new(self.key.clone(), closed))
+    /// The call may not go before `until`, held by `by`: it sleeps till then if its terms and
+    /// `budget` allow, and is throttled at once if not.
+    fn not_before(&self, until: Instant, by: HeldBy, now: Instant, budget: Duration) -> Entered {
+        let left = until.saturating_duration_since(now);
+        if left > budget.min(self.terms.longest_wait) {
+            Entered::Throttled(Throttled::new(self.key.clone(), left, by))
         } else {
             Entered::NotBefore(until)
         }
@@ -242,8 +250,8 @@ impl Call {
                 id,
                 self.terms,
             )),
-            Arrival::Beyond(closed_for) => {
-                Entered::Throttled(Throttled::new(self.key.clone(), closed_for))
+            Arrival::Beyond(closed) => {
+                Entered::Throttled(Throttled::new(self.key.clone(), closed.left, closed.by))
             }
         }
     }
@@ -262,24 +270,46 @@ pub(crate) struct Said {
     /// The response was a refusal for too many requests in flight: no quota is learned from
     /// it, and without an instruction it closes nothing.
     crowded: bool,
-    /// How long the server said to wait, if it did.
+    /// The response's status: what a closure it sets says set it.
+    status: StatusCode,
+    /// How long the server said this call waits before its retry, if it did.
     instruction: Option<Duration>,
+    /// The instruction the gate takes for every call on the key, and where it was named: for
+    /// a layer that does not respect what remains, only `Retry-After`.
+    closing: Option<(Duration, Named)>,
     /// When that wait ends.
     instructed_until: Option<Instant>,
-    /// The quota closest to running out, when the layer respects what remains, and its
-    /// meter's whole quota a window if the server gave it.
-    quota: Option<(Quota, Option<u64>)>,
+    /// The quota closest to running out, when the layer respects what remains.
+    quota: Option<Binding>,
     /// The spacing the server's shortest policy within the cap asks for.
     pace: Option<Pace>,
     /// The server's clock, as the response's `Date` bounds it.
     server_clock: Option<ServerClock>,
-    /// The token meters within the cap, when the layer respects what remains and the response
-    /// has any: boxed, as most responses have none.
+    /// The token meters within the horizon, when the layer respects what remains and the
+    /// response has any: boxed, as most responses have none.
     tokens: Option<Box<TokenMeters>>,
     /// The limit the request counted against, where the server keeps several for its key.
     group: Option<Box<str>>,
     /// The refusal holds every limit of the key.
     global: bool,
+}
+
+/// Where the server named a wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Named {
+    /// `Retry-After` (or `retry-after-ms`).
+    RetryAfter,
+    /// The reset of a meter of this unit that said it is spent.
+    SpentMeter(Unit),
+}
+
+/// The meter closest to running out, as the gate counts by it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Binding {
+    quota: Quota,
+    /// The meter's whole quota a window, if the server gave it.
+    limit: Option<u64>,
+    unit: Unit,
 }
 
 impl Said {
@@ -294,13 +324,16 @@ impl Said {
         readers: &[Arc<dyn ReadHeaders>],
     ) -> Said {
         let info = RateLimitInfo::read(response.headers(), SystemTime::now(), floor, readers);
+        let status = response.status();
+        let refused = info.is_refusal(status) && !info.is_concurrency_limit();
         let said = Said {
-            refused: info.is_refusal(response.status()) && !info.is_concurrency_limit(),
+            refused,
             crowded: info.is_concurrency_limit(),
+            status,
             group: info.limit_group().map(Box::from),
             global: info.is_global(),
             server_clock: info.server_date().map(|date| ServerClock::new(date, now)),
-            ..Said::of(&info, now, settings)
+            ..Said::of(&info, now, refused, settings)
         };
         response.extensions_mut().insert(info);
         said
@@ -322,39 +355,44 @@ impl Said {
         Answer {
             refused: self.refused || self.crowded,
             instruction: self.instruction,
+            closing: self.closing.map(|(wait, _)| wait),
             crowded: self.crowded,
         }
     }
 
-    /// What the gate and the retry need from a reading.
-    fn of(info: &RateLimitInfo, now: Instant, settings: &Settings) -> Said {
+    /// What the gate and the retry need from a reading of a response, `refused` or not.
+    fn of(info: &RateLimitInfo, now: Instant, refused: bool, settings: &Settings) -> Said {
         if info.is_empty() {
             // Most responses: nothing to weigh.
             return Said::default();
         }
-        // A layer that does not respect what remains takes no instruction from a meter.
-        let instruction = if settings.respect_remaining {
-            info.instructed_wait()
+        let named = named_wait(info);
+        let retry_after = info.retry_after().map(|wait| (wait, Named::RetryAfter));
+        // A layer that does not respect what remains takes no instruction from a meter for
+        // its other calls; but the refused call itself is not resent into a window the server
+        // said is spent, whatever the layer holds other calls by.
+        let closing = if settings.respect_remaining {
+            named
         } else {
-            info.retry_after()
+            retry_after
         };
+        let instruction = if refused { named } else { closing }.map(|(wait, _)| wait);
+        // What is remembered reaches as far as the horizon, measured from when the meters
+        // were read, as their resets are (from `now`, taken a moment before, a reset of
+        // exactly the horizon would lie beyond it). Beyond it a reset is absurd or hostile.
+        let horizon = after(info.read_at(), settings.horizon);
         Said {
-            refused: false,
-            crowded: false,
             instruction,
-            instructed_until: instruction.map(|wait| after(now, wait)),
-            // A window longer than the cap is not held against later calls, as an instruction
-            // over the cap is not: blocking them for an hour is worse than letting them decide.
-            // Measured from when the meters were read, as their resets are: from `now`, taken
-            // a moment before, a reset of exactly the cap would lie beyond it.
+            closing,
+            instructed_until: closing.map(|(wait, _)| after(now, wait)),
             quota: settings
                 .respect_remaining
-                .then(|| quota(info, after(info.read_at(), settings.retry_after_cap)))
+                .then(|| quota(info, horizon))
                 .flatten(),
             pace: pace(info, now, settings.retry_after_cap),
             tokens: settings
                 .respect_remaining
-                .then(|| tokens(info, after(info.read_at(), settings.retry_after_cap)))
+                .then(|| tokens(info, horizon))
                 .filter(|meters| *meters != TokenMeters::NONE)
                 .map(Box::new),
             ..Said::default()
@@ -363,15 +401,43 @@ impl Said {
 
     /// What the gate takes in: what was said, and until when the layer closes the gate.
     pub(crate) fn report(&self, closed_until: Option<Instant>) -> Report {
+        let status = self.status;
+        let closed_by = match self.closing {
+            Some((_, Named::RetryAfter)) => HeldBy::RetryAfter { status },
+            Some((_, Named::SpentMeter(unit))) => HeldBy::SpentMeter { status, unit },
+            None => HeldBy::Guess { status },
+        };
         Report {
             refused: self.refused,
             closed_until,
+            closed_by: closed_until.map(|_| closed_by),
             instructed_until: self.instructed_until,
-            quota: self.quota.map(|(quota, _)| quota),
-            limit: self.quota.and_then(|(_, limit)| limit),
+            quota: self.quota.map(|binding| binding.quota),
+            quota_by: self.quota.map(|binding| HeldBy::SpentMeter {
+                status,
+                unit: binding.unit,
+            }),
+            limit: self.quota.and_then(|binding| binding.limit),
             pace: self.pace,
             server_clock: self.server_clock,
         }
+    }
+}
+
+/// The longest wait the server named, and where: its `Retry-After`, or the reset of a meter
+/// that said it is spent, whichever is later (never retry before any time it named).
+fn named_wait(info: &RateLimitInfo) -> Option<(Duration, Named)> {
+    let spent = info
+        .meters()
+        .iter()
+        .filter(|meter| meter.is_exhausted())
+        .filter_map(|meter| Some((meter.reset_in()?, Named::SpentMeter(meter.unit()))))
+        .max_by_key(|(reset, _)| *reset);
+    let retry_after = info.retry_after().map(|wait| (wait, Named::RetryAfter));
+    match (retry_after, spent) {
+        (Some(told), Some(spent)) if spent.0 > told.0 => Some(spent),
+        (Some(told), _) => Some(told),
+        (None, spent) => spent,
     }
 }
 
@@ -379,7 +445,7 @@ impl Said {
 /// `horizon`, with that meter's whole quota a window if it says. A meter of another unit than
 /// requests is not spent one a call: it counts only once the server says it is spent, and its
 /// limit says nothing of how many calls a window holds.
-fn quota(info: &RateLimitInfo, horizon: Instant) -> Option<(Quota, Option<u64>)> {
+fn quota(info: &RateLimitInfo, horizon: Instant) -> Option<Binding> {
     info.meters()
         .iter()
         .filter(|meter| meter.unit() == Unit::Requests || meter.is_exhausted())
@@ -390,9 +456,16 @@ fn quota(info: &RateLimitInfo, horizon: Instant) -> Option<(Quota, Option<u64>)>
                 reset_at,
             };
             let limit = meter.limit().filter(|_| meter.unit() == Unit::Requests);
-            Some((quota, limit))
+            Some(Binding {
+                quota,
+                limit,
+                unit: meter.unit(),
+            })
         })
-        .min_by_key(|(quota, _)| (quota.remaining, std::cmp::Reverse(quota.reset_at)))
+        .min_by_key(|binding| {
+            let quota = binding.quota;
+            (quota.remaining, std::cmp::Reverse(quota.reset_at))
+        })
 }
 
 /// The token meters that say what is left and reset by `horizon`.
@@ -479,7 +552,7 @@ mod tests {
     }
 
     #[test]
-    fn the_quota_is_the_meter_closest_to_running_out_within_the_cap() {
+    fn the_quota_is_the_meter_closest_to_running_out_within_the_horizon() {
         let now = Instant::now();
         let meters = info(&[
             (
@@ -488,28 +561,53 @@ mod tests {
             ),
             ("ratelimit", r#""minute";r=40;t=30, "day";r=3;t=36000"#),
         ]);
-        let (within_a_minute, limit) = quota(&meters, now + Duration::from_secs(60)).unwrap();
-        assert_eq!(limit, Some(100), "the minute's policy");
+        let within_a_minute = quota(&meters, now + Duration::from_secs(60)).unwrap();
+        assert_eq!(within_a_minute.limit, Some(100), "the minute's policy");
         assert_eq!(
-            within_a_minute.remaining, 40,
-            "the day's window is beyond the cap"
+            within_a_minute.quota.remaining, 40,
+            "the day's window is beyond that horizon"
         );
-        let (within_a_day, _) = quota(&meters, now + Duration::from_secs(86_400)).unwrap();
-        assert_eq!(within_a_day.remaining, 3);
+        let within_a_day = quota(&meters, now + Duration::from_secs(86_400)).unwrap();
+        assert_eq!(within_a_day.quota.remaining, 3);
     }
 
     /// The reading's instant is taken after the response's `now` (here a real millisecond
-    /// later): a spent window resetting exactly at the cap is still held.
+    /// later): a spent window resetting exactly at the horizon is still held, and one a second
+    /// beyond it is not remembered.
     #[test]
-    fn a_spent_window_resetting_exactly_at_the_cap_is_held() {
+    fn a_spent_window_resetting_exactly_at_the_horizon_is_held() {
         let now = Instant::now();
         std::thread::sleep(Duration::from_millis(1));
-        let spent = info(&[("ratelimit", r#""m";r=0;t=60"#)]);
-        assert!(spent.read_at() > now);
-        let said = Said::of(&spent, now, &Settings::default());
-        let (quota, _) = said.quota.expect("the spent window is held");
-        assert_eq!(quota.remaining, 0);
-        assert_eq!(quota.reset_at, spent.read_at() + CAP);
+        let settings = Settings::default();
+        let two_days = info(&[("ratelimit", r#""d";r=0;t=172800"#)]);
+        assert!(two_days.read_at() > now);
+        let said = Said::of(&two_days, now, true, &settings);
+        let held = said.quota.expect("the spent window is held");
+        assert_eq!(held.quota.remaining, 0);
+        assert_eq!(held.quota.reset_at, two_days.read_at() + settings.horizon);
+        let beyond = info(&[("ratelimit", r#""d";r=0;t=172801"#)]);
+        assert!(Said::of(&beyond, now, true, &settings).quota.is_none());
+    }
+
+    #[test]
+    fn a_refusal_by_a_spent_meter_holds_its_own_retry_whatever_the_layer_respects() {
+        let now = Instant::now();
+        let spent = info(&[
+            ("x-ratelimit-remaining", "0"),
+            ("x-ratelimit-reset", "3600"),
+        ]);
+        let opted_out = Settings {
+            respect_remaining: false,
+            ..Settings::default()
+        };
+        let refused = Said::of(&spent, now, true, &opted_out);
+        let answer = refused.answer();
+        assert_eq!(answer.instruction, Some(Duration::from_secs(3600)));
+        assert_eq!(answer.closing, None, "its other calls are not held");
+        let accepted = Said::of(&spent, now, false, &opted_out);
+        assert_eq!(accepted.answer().instruction, None);
+        let respected = Said::of(&spent, now, false, &Settings::default()).answer();
+        assert_eq!(respected.closing, Some(Duration::from_secs(3600)));
     }
 
     #[test]
@@ -523,8 +621,8 @@ mod tests {
             ("x-ratelimit-remaining-tokens", "20"),
             ("x-ratelimit-reset-tokens", "2s"),
         ]);
-        let (requests, limit) = quota(&openai, now + CAP).unwrap();
-        assert_eq!((requests.remaining, limit), (59, Some(60)));
+        let requests = quota(&openai, now + CAP).unwrap();
+        assert_eq!((requests.quota.remaining, requests.limit), (59, Some(60)));
         let tokens_only = info(&[
             ("x-ratelimit-remaining-tokens", "20"),
             ("x-ratelimit-reset-tokens", "2s"),
@@ -536,8 +634,12 @@ mod tests {
             ("x-ratelimit-remaining-tokens", "0"),
             ("x-ratelimit-reset-tokens", "2s"),
         ]);
-        let (spent, limit) = quota(&tokens_spent, now + CAP).unwrap();
-        assert_eq!((spent.remaining, limit), (0, None), "spent, holding calls");
+        let spent = quota(&tokens_spent, now + CAP).unwrap();
+        assert_eq!(
+            (spent.quota.remaining, spent.limit, spent.unit),
+            (0, None, Unit::Tokens),
+            "spent, holding calls"
+        );
         let tokens_a_second = |_: &http::HeaderMap, _: &_, found: &mut crate::Found<'_>| {
             let figures = crate::Figures::new().unit(Unit::Tokens).limit(1000);
             found.meter(figures.window(Duration::from_secs(1)));
@@ -558,7 +660,7 @@ mod tests {
     }
 
     #[test]
-    fn a_call_waits_out_a_closure_as_long_as_its_budget_and_no_longer() {
+    fn a_call_waits_out_a_closure_as_long_as_its_budget_and_cap_allow_and_no_longer() {
         let call = Call::new(
             Gates::default(),
             Key::named("api"),
@@ -567,16 +669,31 @@ mod tests {
             &Settings::default(),
         );
         let now = Instant::now();
+        let by = HeldBy::Fleet;
         let budget = Duration::from_secs(20);
         assert!(matches!(
-            call.not_before(now + budget, now, budget),
+            call.not_before(now + budget, by, now, budget),
             Entered::NotBefore(until) if until == now + budget
         ));
-        match call.not_before(now + budget + Duration::from_millis(1), now, budget) {
+        let just_beyond = now + budget + Duration::from_millis(1);
+        match call.not_before(just_beyond, by, now, budget) {
             Entered::Throttled(throttled) => {
-                assert_eq!(throttled.retry_after(), budget + Duration::from_millis(1))
+                assert_eq!(throttled.retry_after(), budget + Duration::from_millis(1));
+                assert_eq!(throttled.held_by(), by);
             }
             _ => panic!("a closure beyond the budget throttles the call"),
         }
+        // With all the budget in the world, the cap (60 s, and its 1 s of spread) bounds it.
+        let ample = Duration::from_secs(3600);
+        let at_the_cap = now + Duration::from_secs(61);
+        assert!(matches!(
+            call.not_before(at_the_cap, by, now, ample),
+            Entered::NotBefore(_)
+        ));
+        let beyond_the_cap = at_the_cap + Duration::from_millis(1);
+        assert!(matches!(
+            call.not_before(beyond_the_cap, by, now, ample),
+            Entered::Throttled(_)
+        ));
     }
 }

@@ -47,7 +47,7 @@ pub use memory::MemoryStore;
 pub(crate) use shared::Reserving;
 pub use snapshot::GateSnapshot;
 pub use store::{Reservation, StoreError, StoreFuture, Ticket, Window, WindowStore};
-pub(crate) use ticket::{Held, Pass, Place, Retry};
+pub(crate) use ticket::{Held, NotYet, Pass, Place, Retry};
 pub(crate) use time::after;
 
 use crate::key::Key;
@@ -111,9 +111,12 @@ impl Gates {
     /// that holds a new key's calls back (a 429's closure, a spent window), also a gate that
     /// holds none back (one that knows only a quota with room). A gate that holds calls back
     /// (a closure or spent window in force, waiters, requests out) is never forgotten before
-    /// it passes. When every remembered key holds calls back, a new key is not remembered: its
-    /// calls go ungated, and a call refused on it sleeps out its own wait, never retrying
-    /// early; only its other calls meet the limit unwarned.
+    /// it passes, however long (up to the layer's horizon). When every remembered key holds
+    /// calls back, a new key is not remembered: its calls go ungated, a call refused on it
+    /// sleeps out its own wait (or, beyond the cap, has the response at once), never retrying
+    /// early; only its other calls meet the limit unwarned. A full registry looks for room at
+    /// most once a second for such keys, so a flood of them costs each a bounded share of a
+    /// sweep.
     pub fn with_capacity(capacity: usize) -> Self {
         Gates {
             registry: Arc::new(Registry::new(capacity, None)),

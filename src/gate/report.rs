@@ -5,6 +5,7 @@ use tokio::time::Instant;
 use super::quota::Quota;
 use super::release::Pace;
 use super::time::ServerClock;
+use crate::throttled::HeldBy;
 
 /// What the server said about the key in one response.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -13,10 +14,14 @@ pub(crate) struct Report {
     pub(crate) refused: bool,
     /// No request before this.
     pub(crate) closed_until: Option<Instant>,
+    /// What set `closed_until`: the server's instruction, a spent meter's reset, a guess.
+    pub(crate) closed_by: Option<HeldBy>,
     /// The end of the wait the server named, if it named one (`closed_until` adds the spread).
     pub(crate) instructed_until: Option<Instant>,
     /// The binding meter's remaining quota and reset.
     pub(crate) quota: Option<Quota>,
+    /// What the binding meter is, as it holds calls once spent.
+    pub(crate) quota_by: Option<HeldBy>,
     /// The binding meter's whole quota a window, where the server gave it.
     pub(crate) limit: Option<u64>,
     /// The server's policy as a spacing between requests.

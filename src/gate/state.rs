@@ -13,13 +13,17 @@
 //! - Where the server gave its remaining quota, no more requests are out than it said remain
 //!   (`in_flight` counts those not yet answered), and a spent window holds every call that
 //!   respects it until its reset; the new window's first request probes.
+//! - A closure or spent window is remembered however long it lasts (the reading keeps only
+//!   those within the horizon), but a call waits it out only as far as its own terms allow
+//!   (`longest_wait`, and its budget): beyond that it is turned away at once, arriving or
+//!   waiting, with what holds it ([`Closed`]).
 
 use std::task::Waker;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::answer::{Admission, Arrival, Hold};
+use super::answer::{Admission, Arrival, Closed, Hold, Look};
 use super::learned::Learning;
 use super::queue::Queue;
 use super::quota::{Quota, fold};
@@ -28,6 +32,8 @@ use super::report::Report;
 use super::terms::Terms;
 use super::time::{ServerClock, after};
 use super::tokens::TokenMeters;
+use crate::headers::Unit;
+use crate::throttled::HeldBy;
 use crate::tokens::TokenCost;
 
 /// How long a gate that owes a probe is remembered after its closure ended, with nobody
@@ -38,7 +44,11 @@ const PROBE_MEMORY: Duration = Duration::from_secs(60);
 #[derive(Default)]
 pub(crate) struct Gate {
     closed_until: Option<Instant>,
+    /// What set `closed_until`.
+    closed_by: Option<HeldBy>,
     quota: Option<Quota>,
+    /// The meter `quota` was reported by, as it holds calls once spent.
+    quota_by: Option<HeldBy>,
     in_flight: u32,
     reopening: Reopening,
     /// Counts closures: requests let through carry the epoch they went in.
@@ -89,39 +99,59 @@ impl Gate {
         }
         match self.queue_within(now, budget, terms) {
             Ok(id) => Arrival::Queued(id),
-            Err(closed_for) => Arrival::Beyond(closed_for),
+            Err(closed) => Arrival::Beyond(closed),
         }
     }
 
-    /// How long a call with `terms` arriving now would wait at least: until the gate reopens
-    /// to it (for a call that does not respect the quota, until a 429's closure ends; for a
-    /// spent window resetting beyond its cap, not at all).
-    pub(crate) fn closed_for(&self, now: Instant, terms: Terms) -> Option<Duration> {
-        let spent_until = self
-            .quota_within(now, terms)
-            .filter(Quota::is_spent)
-            .map(|quota| quota.reset_at);
-        self.closed_until
-            .max(spent_until)
-            .filter(|until| *until > now)
-            .map(|until| until - now)
+    /// What a call with `terms` arriving now would wait out at least, and what set it: the
+    /// closure or the spent window, whichever ends later (for a call that does not respect
+    /// the quota, only the closure).
+    pub(crate) fn closed(&self, now: Instant, terms: Terms) -> Option<Closed> {
+        let closure = self
+            .closed_until
+            .map(|until| (until, self.closed_by.unwrap_or(HeldBy::Queue)));
+        closure
+            .into_iter()
+            .chain(self.spent(now, terms))
+            .filter(|(until, _)| *until > now)
+            .max_by_key(|(until, _)| *until)
+            .map(|(until, by)| Closed {
+                left: until - now,
+                by,
+            })
     }
 
-    /// The waiter `id` asks whether it may go; `waker` is woken when that may have changed.
-    /// `Ok` lets it through; `Err(Some(at))` asks it to look again at `at`; `Err(None)`, when
-    /// woken.
+    /// How long a call with `terms` arriving now would wait at least; `None` if not at all.
+    pub(crate) fn closed_for(&self, now: Instant, terms: Terms) -> Option<Duration> {
+        self.closed(now, terms).map(|closed| closed.left)
+    }
+
+    /// What holds a call with `terms` and `budget` left beyond what it may wait, if anything
+    /// does: it is then turned away at once, rather than made to sleep out its budget first.
+    fn beyond(&self, now: Instant, budget: Duration, terms: Terms) -> Option<Closed> {
+        self.closed(now, terms)
+            .filter(|closed| closed.left > budget.min(terms.longest_wait))
+    }
+
+    /// The waiter `id`, with `budget` left, asks whether it may go; `waker` is woken when that
+    /// may have changed. `Ok` lets it through; `Look::Again(Some(at))` asks it to look again
+    /// at `at`, `Look::Again(None)` when woken; `Look::Beyond` turns it away.
     pub(crate) fn poll_waiter(
         &mut self,
         id: u64,
         now: Instant,
+        budget: Duration,
         waker: &Waker,
         terms: Terms,
-    ) -> Result<Admission, Option<Instant>> {
+    ) -> Result<Admission, Look> {
         let Some(position) = self.queue(terms.metered).position(id) else {
             // Not queued: nothing holds it back.
             self.in_flight += 1;
             return Ok(self.admission(None, now, terms));
         };
+        if let Some(closed) = self.beyond(now, budget, terms) {
+            return Err(Look::Beyond(closed));
+        }
         let look_again = if position == 0 {
             match self.release(now, terms) {
                 Release::Go { probe } => {
@@ -136,7 +166,7 @@ impl Gate {
             None
         };
         self.queue(terms.metered).remember(position, waker);
-        Err(look_again)
+        Err(Look::Again(look_again))
     }
 
     /// How long until the gate could let waiter `id`, a call with `terms`, through, at the
@@ -172,21 +202,21 @@ impl Gate {
         }
         match self.queue_within(now, budget, terms) {
             Ok(id) => Hold::Queued(id),
-            Err(closed_for) => Hold::Beyond(closed_for),
+            Err(closed) => Hold::Beyond(closed),
         }
     }
 
     /// Queues a call with `terms` that may wait `budget`, unless the gate stays closed to it
-    /// longer: then how long.
+    /// longer than it may wait: then for how long, and by what.
     fn queue_within(
         &mut self,
         now: Instant,
         budget: Duration,
         terms: Terms,
-    ) -> Result<u64, Duration> {
-        match self.closed_for(now, terms) {
-            Some(closed_for) if closed_for > budget => Err(closed_for),
-            _ => Ok(self.queue(terms.metered).push()),
+    ) -> Result<u64, Closed> {
+        match self.beyond(now, budget, terms) {
+            Some(closed) => Err(closed),
+            None => Ok(self.queue(terms.metered).push()),
         }
     }
 
@@ -222,7 +252,11 @@ impl Gate {
     }
 
     /// Spends `cost` of the token meters, or says when the first that lacks it resets.
-    pub(crate) fn spend_tokens(&mut self, cost: TokenCost, now: Instant) -> Result<(), Instant> {
+    pub(crate) fn spend_tokens(
+        &mut self,
+        cost: TokenCost,
+        now: Instant,
+    ) -> Result<(), (Instant, Unit)> {
         self.tokens.spend(cost, now)
     }
 
@@ -318,11 +352,14 @@ impl Gate {
                 }
                 _ => until,
             };
-            self.close_until(until);
+            self.close_until(until, report.closed_by.unwrap_or(HeldBy::Fleet));
         }
         if let Some(quota) = report.quota.filter(|quota| quota.reset_at > now) {
             self.limit = report.limit.or(self.limit);
             self.learn_quota(quota, epoch, now);
+            if quota.is_spent() && self.quota.is_some_and(|known| known.is_spent()) {
+                self.quota_by = report.quota_by;
+            }
         }
         if let Some(pace) = report.pace {
             self.reopening.pace(pace);
@@ -356,21 +393,38 @@ impl Gate {
     /// Closes the gate until `until`, unless it is closed longer already; a closure that moves
     /// the reopening later owes a probe, and what was let through before speaks of another
     /// epoch.
-    fn close_until(&mut self, until: Instant) {
+    fn close_until(&mut self, until: Instant, by: HeldBy) {
         if Some(until) > self.closed_until {
             self.closed_until = Some(until);
+            self.closed_by = Some(by);
             self.reopening.closed();
             self.epoch += 1;
         }
     }
 
-    /// The quota as last reported, if its window resets within the cap of a call with `terms`
-    /// (a longer one is not held against it, as an instruction over its cap would not be).
+    /// The quota that holds a call with `terms`: as last reported, or else as learned, for a
+    /// call held by learned quotas, if that window ends within its cap; none for a call that
+    /// does not respect the quota. A learned quota is the layer's estimate, not something the
+    /// server said: it paces calls within the cap, and never fails one as an instruction
+    /// beyond the cap does.
     fn quota_within(&self, now: Instant, terms: Terms) -> Option<Quota> {
-        let horizon = after(now, terms.cap);
-        self.quota(now)
-            .or_else(|| self.learning.quota(now).filter(|_| terms.learned))
-            .filter(|quota| terms.metered && quota.reset_at <= horizon)
+        let learned = || {
+            self.learning
+                .quota(now)
+                .filter(|quota| terms.learned && quota.reset_at <= after(now, terms.cap))
+        };
+        self.quota(now).or_else(learned).filter(|_| terms.metered)
+    }
+
+    /// The reset of the spent window that holds a call with `terms`, if one does, and what
+    /// set it: the meter the server said is spent, or the limit learned from its refusals.
+    fn spent(&self, now: Instant, terms: Terms) -> Option<(Instant, HeldBy)> {
+        let quota = self.quota_within(now, terms).filter(Quota::is_spent)?;
+        let by = match self.quota(now) {
+            Some(_) => self.quota_by.unwrap_or(HeldBy::Fleet),
+            None => HeldBy::LearnedLimit,
+        };
+        Some((quota.reset_at, by))
     }
 
     /// A spent window `over` has reset at `now`. Where the server gave its whole quota, the
@@ -500,6 +554,7 @@ impl Gate {
 mod tests {
     use super::super::release::{Pace, SPACING};
     use super::*;
+    use crate::gate::after;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::task::Wake;
@@ -511,6 +566,7 @@ mod tests {
     const TERMS: Terms = Terms {
         metered: true,
         cap: Duration::from_secs(60),
+        longest_wait: Duration::from_secs(61),
         probe_timeout: Duration::from_secs(10),
         slow_start: true,
         learned: true,
@@ -558,8 +614,10 @@ mod tests {
     const HEALTHY: Report = Report {
         refused: false,
         closed_until: None,
+        closed_by: None,
         instructed_until: None,
         quota: None,
+        quota_by: None,
         limit: None,
         pace: None,
         server_clock: None,
@@ -575,6 +633,22 @@ mod tests {
     }
 
     impl Gate {
+        /// The waiter `id`, with all the time in the world, asks whether it may go: `Ok`, or
+        /// when to look again (`None`: when woken).
+        fn ask(
+            &mut self,
+            id: u64,
+            now: Instant,
+            waker: &Waker,
+            terms: Terms,
+        ) -> Result<Admission, Option<Instant>> {
+            self.poll_waiter(id, now, Duration::MAX, waker, terms)
+                .map_err(|look| match look {
+                    Look::Again(at) => at,
+                    Look::Beyond(closed) => panic!("turned away: {closed:?}"),
+                })
+        }
+
         /// A call that respects the quota arriving: `Ok(admission)` or `Err(id)`.
         fn come(&mut self, now: Instant) -> Result<Admission, u64> {
             self.arrive_as(now, TERMS)
@@ -606,9 +680,9 @@ mod tests {
             assert!(head.probe.is_none(), "no probe: the quota was restored");
             let (last, together) = ids[1..].split_last().unwrap();
             for id in together {
-                assert!(self.poll_waiter(*id, at, waker, TERMS).is_ok());
+                assert!(self.ask(*id, at, waker, TERMS).is_ok());
             }
-            assert!(self.poll_waiter(*last, at, waker, TERMS).is_err());
+            assert!(self.ask(*last, at, waker, TERMS).is_err());
             (head, at)
         }
 
@@ -621,7 +695,7 @@ mod tests {
             terms: Terms,
         ) -> (Admission, Instant) {
             loop {
-                match self.poll_waiter(id, now, waker, terms) {
+                match self.ask(id, now, waker, terms) {
                     Ok(admission) => return (admission, now),
                     Err(Some(at)) => now = at,
                     Err(None) => panic!("{id} is not the head of the queue"),
@@ -679,17 +753,15 @@ mod tests {
         let (_, waker) = waker();
         let id = gate.come(now).unwrap_err();
         assert_eq!(
-            gate.poll_waiter(id, now, &waker, TERMS),
+            gate.ask(id, now, &waker, TERMS),
             Err(Some(now + 2 * SECOND))
         );
         let early = now + 2 * SECOND - MS;
         assert_eq!(
-            gate.poll_waiter(id, early, &waker, TERMS),
+            gate.ask(id, early, &waker, TERMS),
             Err(Some(now + 2 * SECOND))
         );
-        let admitted = gate
-            .poll_waiter(id, now + 2 * SECOND, &waker, TERMS)
-            .unwrap();
+        let admitted = gate.ask(id, now + 2 * SECOND, &waker, TERMS).unwrap();
         assert!(admitted.probe.is_some(), "the first out probes");
     }
 
@@ -708,16 +780,16 @@ mod tests {
     fn after_a_closure_one_probe_goes_alone_and_a_refusal_closes_again() {
         let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 3);
         let open = now + SECOND;
-        let probe = gate.poll_waiter(ids[0], open, &waker, TERMS).unwrap();
+        let probe = gate.ask(ids[0], open, &waker, TERMS).unwrap();
         assert!(probe.probe.is_some());
         assert_eq!(
-            gate.poll_waiter(ids[1], open, &waker, TERMS),
+            gate.ask(ids[1], open, &waker, TERMS),
             Err(Some(open + TERMS.probe_timeout)),
             "behind the probe, until it answers or its time is up"
         );
         gate.answered(probe, closed(open + SECOND), open);
         assert_eq!(
-            gate.poll_waiter(ids[1], open, &waker, TERMS),
+            gate.ask(ids[1], open, &waker, TERMS),
             Err(Some(open + SECOND))
         );
     }
@@ -731,7 +803,7 @@ mod tests {
         gate.learn(closed(open + 20 * SECOND), open);
         gate.answered(probe, closed(open + SECOND), open);
         assert_eq!(
-            gate.poll_waiter(ids[1], open, &waker, TERMS),
+            gate.ask(ids[1], open, &waker, TERMS),
             Err(Some(open + 20 * SECOND))
         );
         let (next, _) = gate.go(ids[1], open, &waker);
@@ -748,7 +820,7 @@ mod tests {
         assert_ne!(old_probe.epoch, new_probe.epoch);
         gate.answered(old_probe, HEALTHY, reopen);
         assert_eq!(
-            gate.poll_waiter(ids[2], reopen, &waker, TERMS),
+            gate.ask(ids[2], reopen, &waker, TERMS),
             Err(Some(reopen + TERMS.probe_timeout)),
             "still behind the new probe"
         );
@@ -775,7 +847,7 @@ mod tests {
             // Out go as many as the ramp allows, never two in the same instant.
             let mut out = Vec::new();
             while next < backlog.len() {
-                match gate.poll_waiter(backlog[next], clock, &waker, TERMS) {
+                match gate.ask(backlog[next], clock, &waker, TERMS) {
                     Ok(admitted) => {
                         assert!(admitted.probe.is_none());
                         out.push(admitted);
@@ -800,10 +872,7 @@ mod tests {
             "the burst doubles each round trip"
         );
         // The backlog gone, the call that arrived during it goes, then everyone at once.
-        assert!(
-            gate.poll_waiter(late.unwrap(), clock, &waker, TERMS)
-                .is_ok()
-        );
+        assert!(gate.ask(late.unwrap(), clock, &waker, TERMS).is_ok());
         assert!(gate.come(clock).unwrap().probe.is_none(), "open again");
         assert!(gate.come(clock).is_ok());
     }
@@ -885,10 +954,10 @@ mod tests {
         assert!(probe.probe.is_some());
         // A learning call waits for that probe, and goes the moment it comes back healthy.
         let id = gate.come(open).unwrap_err();
-        assert!(gate.poll_waiter(id, open, &waker, TERMS).is_err());
+        assert!(gate.ask(id, open, &waker, TERMS).is_err());
         let back = open + 30 * MS;
         gate.answered(probe, HEALTHY, back);
-        assert!(gate.poll_waiter(id, back, &waker, TERMS).is_ok());
+        assert!(gate.ask(id, back, &waker, TERMS).is_ok());
     }
 
     #[test]
@@ -919,18 +988,18 @@ mod tests {
         let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 5);
         let (probe, open) = gate.go(ids[0], now, &waker);
         gate.answered(probe, quota(2, open + 60 * SECOND), open);
-        let second = gate.poll_waiter(ids[1], open, &waker, TERMS).unwrap();
-        let third = gate.poll_waiter(ids[2], open, &waker, TERMS).unwrap();
+        let second = gate.ask(ids[1], open, &waker, TERMS).unwrap();
+        let third = gate.ask(ids[2], open, &waker, TERMS).unwrap();
         assert!(second.probe.is_none() && third.probe.is_none());
         assert_eq!(
-            gate.poll_waiter(ids[3], open, &waker, TERMS),
+            gate.ask(ids[3], open, &waker, TERMS),
             Err(Some(open + 60 * SECOND)),
             "both units are out: until their answers, or the reset"
         );
         gate.answered(second, quota(1, open + 60 * SECOND), open);
         gate.answered(third, quota(0, open + 60 * SECOND), open);
         assert_eq!(
-            gate.poll_waiter(ids[3], open, &waker, TERMS),
+            gate.ask(ids[3], open, &waker, TERMS),
             Err(Some(open + 60 * SECOND)),
             "two remained: the rest wait for the reset"
         );
@@ -950,18 +1019,16 @@ mod tests {
         };
         gate.answered(probe, policy, open);
         assert_eq!(
-            gate.poll_waiter(ids[1], open, &waker, TERMS),
+            gate.ask(ids[1], open, &waker, TERMS),
             Err(Some(open + 100 * MS))
         );
-        let second = gate
-            .poll_waiter(ids[1], open + 100 * MS, &waker, TERMS)
-            .unwrap();
+        let second = gate.ask(ids[1], open + 100 * MS, &waker, TERMS).unwrap();
         assert!(
             second.probe.is_none(),
             "at a known rate, nobody waits for answers"
         );
         assert_eq!(
-            gate.poll_waiter(ids[2], open + 100 * MS, &waker, TERMS),
+            gate.ask(ids[2], open + 100 * MS, &waker, TERMS),
             Err(Some(open + 200 * MS))
         );
     }
@@ -976,12 +1043,10 @@ mod tests {
         let (_, waker) = waker();
         let id = gate.come(now).unwrap_err();
         assert_eq!(
-            gate.poll_waiter(id, now, &waker, TERMS),
+            gate.ask(id, now, &waker, TERMS),
             Err(Some(now + 30 * SECOND))
         );
-        let admitted = gate
-            .poll_waiter(id, now + 30 * SECOND, &waker, TERMS)
-            .unwrap();
+        let admitted = gate.ask(id, now + 30 * SECOND, &waker, TERMS).unwrap();
         assert!(admitted.probe.is_some());
     }
 
@@ -1019,7 +1084,7 @@ mod tests {
             "busy, not closed"
         );
         assert_eq!(
-            gate.poll_waiter(id, now, &waker, TERMS),
+            gate.ask(id, now, &waker, TERMS),
             Err(Some(now + 10 * SECOND)),
             "waits for the answers, or the reset"
         );
@@ -1027,7 +1092,7 @@ mod tests {
             gate.answered(*admission, quota(left, now + 10 * SECOND), now);
         }
         assert!(
-            gate.poll_waiter(id, now, &waker, TERMS).is_ok(),
+            gate.ask(id, now, &waker, TERMS).is_ok(),
             "two units were left after all"
         );
     }
@@ -1151,7 +1216,7 @@ mod tests {
         let (probe, open) = gate.go(first, now, &waker);
         gate.abandoned(probe);
         assert_eq!(gate.in_flight(), 0);
-        let next = gate.poll_waiter(second, open, &waker, TERMS).unwrap();
+        let next = gate.ask(second, open, &waker, TERMS).unwrap();
         assert!(next.probe.is_some(), "the next one probes");
     }
 
@@ -1165,7 +1230,7 @@ mod tests {
         let (probe, open) = gate.go(first, now, &waker);
         gate.take_wakes();
         assert_eq!(
-            gate.poll_waiter(second, open, &waker, TERMS),
+            gate.ask(second, open, &waker, TERMS),
             Err(Some(open + TERMS.probe_timeout))
         );
         gate.answered(probe, HEALTHY, open);
@@ -1183,7 +1248,7 @@ mod tests {
     #[test]
     fn leaving_frees_the_place_and_wakes_the_next_head() {
         let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 4);
-        assert_eq!(gate.poll_waiter(ids[1], now, &waker, TERMS), Err(None));
+        assert_eq!(gate.ask(ids[1], now, &waker, TERMS), Err(None));
         gate.leave(ids[2], true);
         gate.leave(ids[0], true);
         assert_eq!(gate.take_wakes().len(), 1, "the new head is woken");
@@ -1210,7 +1275,7 @@ mod tests {
             gate.come(later).is_err(),
             "the gate is open, but someone waits"
         );
-        assert!(gate.poll_waiter(first, later, &waker, TERMS).is_ok());
+        assert!(gate.ask(first, later, &waker, TERMS).is_ok());
     }
 
     #[test]
@@ -1259,7 +1324,7 @@ mod tests {
         let now = Instant::now();
         let mut gate = Gate::new();
         let (_, waker) = waker();
-        let admission = gate.poll_waiter(7, now, &waker, TERMS).unwrap();
+        let admission = gate.ask(7, now, &waker, TERMS).unwrap();
         assert!(admission.counted);
         assert_eq!(gate.in_flight(), 1);
         gate.answered(admission, HEALTHY, now);
@@ -1404,7 +1469,7 @@ mod tests {
         let ids: Vec<u64> = (0..3).map(|_| gate.come(open).unwrap_err()).collect();
         gate.answered(probe, HEALTHY, open);
         assert_eq!(
-            gate.poll_waiter(ids[0], open, &waker, TERMS),
+            gate.ask(ids[0], open, &waker, TERMS),
             Err(Some(open + 100 * MS)),
             "paced at the policy's rate, not all at once"
         );
@@ -1424,12 +1489,12 @@ mod tests {
         };
         gate.answered(probe, policy, open);
         assert_eq!(
-            gate.poll_waiter(ids[1], open, &waker, TERMS),
+            gate.ask(ids[1], open, &waker, TERMS),
             Err(Some(open + 10 * SECOND))
         );
         // Its window over, the policy no longer spaces the backlog: the ramp lets it go.
         let later = open + 5 * SECOND;
-        assert!(gate.poll_waiter(ids[1], later, &waker, TERMS).is_ok());
+        assert!(gate.ask(ids[1], later, &waker, TERMS).is_ok());
     }
 
     #[test]
@@ -1442,7 +1507,7 @@ mod tests {
         let (_, second) = gate.go(ids[2], first, &waker);
         assert_eq!(second, open + 2 * SECOND);
         // The backlog gone, the call that arrived during the release goes at once.
-        assert!(gate.poll_waiter(late, second, &waker, TERMS).is_ok());
+        assert!(gate.ask(late, second, &waker, TERMS).is_ok());
         assert!(gate.come(second).is_ok(), "open again");
     }
 
@@ -1452,18 +1517,16 @@ mod tests {
         let (hung, open) = gate.go(ids[0], now, &waker);
         let timeout = TERMS.probe_timeout;
         assert_eq!(
-            gate.poll_waiter(ids[1], open + timeout - MS, &waker, TERMS),
+            gate.ask(ids[1], open + timeout - MS, &waker, TERMS),
             Err(Some(open + timeout))
         );
-        let second = gate
-            .poll_waiter(ids[1], open + timeout, &waker, TERMS)
-            .unwrap();
+        let second = gate.ask(ids[1], open + timeout, &waker, TERMS).unwrap();
         assert!(second.probe.is_some(), "the next waiter probes");
         assert_eq!(gate.in_flight(), 2, "the hung probe is still out");
         // The hung probe's late answer is no answer to the probe out now.
         gate.answered(hung, HEALTHY, open + timeout);
         assert_eq!(
-            gate.poll_waiter(ids[2], open + timeout, &waker, TERMS),
+            gate.ask(ids[2], open + timeout, &waker, TERMS),
             Err(Some(open + 2 * timeout))
         );
         gate.answered(second, HEALTHY, open + timeout);
@@ -1479,7 +1542,7 @@ mod tests {
         gate.learn(quota(0, now + 30 * SECOND), now);
         let held = gate.come(now).unwrap_err();
         assert_eq!(
-            gate.poll_waiter(held, now, &waker, TERMS),
+            gate.ask(held, now, &waker, TERMS),
             Err(Some(now + 30 * SECOND))
         );
         assert_eq!(
@@ -1505,7 +1568,7 @@ mod tests {
         let (_, waker) = waker();
         let id = gate.arrive_as(now, UNMETERED).unwrap_err();
         assert_eq!(
-            gate.poll_waiter(id, now, &waker, UNMETERED),
+            gate.ask(id, now, &waker, UNMETERED),
             Err(Some(now + SECOND))
         );
         let open = now + SECOND;
@@ -1575,10 +1638,10 @@ mod tests {
     fn a_call_arriving_at_a_gate_closed_beyond_its_budget_is_turned_away_without_a_place() {
         let now = Instant::now();
         let mut gate = closed_gate(now, 10 * SECOND);
-        assert_eq!(
+        assert!(matches!(
             gate.arrive(now, TERMS, 10 * SECOND - MS),
-            Arrival::Beyond(10 * SECOND)
-        );
+            Arrival::Beyond(Closed { left, .. }) if left == 10 * SECOND
+        ));
         assert_eq!(gate.waiters(), 0);
         assert!(matches!(
             gate.arrive(now, TERMS, 10 * SECOND),
@@ -1594,11 +1657,11 @@ mod tests {
             ..TERMS
         };
         let open = now + SECOND;
-        let probe = gate.poll_waiter(ids[0], open, &waker, patient).unwrap();
+        let probe = gate.ask(ids[0], open, &waker, patient).unwrap();
         assert!(probe.probe.is_some());
         assert!(gate.estimate(open, ids[1], patient).unwrap() > 1000 * 86_400 * SECOND);
         assert_eq!(
-            gate.poll_waiter(ids[1], open, &waker, patient),
+            gate.ask(ids[1], open, &waker, patient),
             Err(Some(after(open, Duration::MAX)))
         );
         gate.answered(probe, HEALTHY, open);
@@ -1655,33 +1718,49 @@ mod tests {
         assert!(free.probe.is_none(), "not held by it, and no probe of it");
         let held = gate.come(reset).unwrap_err();
         assert_eq!(
-            gate.poll_waiter(held, reset, &waker, TERMS),
+            gate.ask(held, reset, &waker, TERMS),
             Err(Some(reset + TERMS.probe_timeout)),
             "calls that respect the quota still wait for the probe"
         );
         gate.answered(free, HEALTHY, reset);
         gate.answered(probe, quota(9, reset + 30 * SECOND), reset);
-        assert!(gate.poll_waiter(held, reset, &waker, TERMS).is_ok());
+        assert!(gate.ask(held, reset, &waker, TERMS).is_ok());
     }
 
     /// The terms of a call through a layer that takes waits of up to a day from the server.
     const A_DAY: Terms = Terms {
         cap: Duration::from_secs(86_400),
+        longest_wait: Duration::from_secs(86_401),
         ..TERMS
     };
 
     #[test]
-    fn a_spent_window_resetting_beyond_a_calls_cap_never_holds_it() {
+    fn a_spent_window_resetting_beyond_a_calls_cap_turns_it_away_at_once() {
         let now = Instant::now();
         let mut gate = Gate::new();
-        gate.learn(quota(0, now + 3600 * SECOND), now);
-        assert_eq!(gate.closed_for(now, TERMS), None, "beyond a minute's cap");
-        assert_eq!(gate.closed_for(now, A_DAY), Some(3600 * SECOND));
-        assert!(gate.come(now).is_ok());
+        let spent = Report {
+            quota_by: Some(HeldBy::SpentMeter {
+                status: http::StatusCode::FORBIDDEN,
+                unit: Unit::Requests,
+            }),
+            ..quota(0, now + 3600 * SECOND)
+        };
+        gate.learn(spent, now);
+        assert_eq!(gate.closed_for(now, TERMS), Some(3600 * SECOND));
+        let Arrival::Beyond(closed) = gate.arrive(now, TERMS, Duration::MAX) else {
+            panic!("a minute's cap waited an hour's window");
+        };
+        assert_eq!(closed.left, 3600 * SECOND);
+        assert_eq!(closed.by, spent.quota_by.unwrap(), "what set it");
+        assert_eq!(gate.waiters(), 0, "turned away without a place");
         assert!(matches!(
             gate.arrive(now, A_DAY, 7200 * SECOND),
             Arrival::Queued(_)
         ));
+        assert!(
+            gate.arrive_as(now, UNMETERED).is_ok(),
+            "a call that does not respect the quota is not held by it"
+        );
     }
 
     #[test]
@@ -1700,14 +1779,11 @@ mod tests {
         gate.answered(probe, policy, open);
         // A layer that takes a day from the server is paced by the daily policy...
         assert_eq!(
-            gate.poll_waiter(ids[1], open, &waker, A_DAY),
+            gate.ask(ids[1], open, &waker, A_DAY),
             Err(Some(open + 17 * SECOND))
         );
         // ...one that takes a minute is not: it knows no rate it may keep to.
-        assert!(
-            gate.poll_waiter(ids[1], open + SPACING, &waker, TERMS)
-                .is_ok()
-        );
+        assert!(gate.ask(ids[1], open + SPACING, &waker, TERMS).is_ok());
     }
 
     #[test]
@@ -1719,17 +1795,15 @@ mod tests {
             ..TERMS
         };
         assert_eq!(
-            gate.poll_waiter(ids[1], open, &waker, hasty),
+            gate.ask(ids[1], open, &waker, hasty),
             Err(Some(open + 2 * SECOND))
         );
         assert_eq!(
-            gate.poll_waiter(ids[1], open + 2 * SECOND, &waker, TERMS),
+            gate.ask(ids[1], open + 2 * SECOND, &waker, TERMS),
             Err(Some(open + TERMS.probe_timeout)),
             "a waiter with the default timeout waits longer"
         );
-        let probe = gate
-            .poll_waiter(ids[1], open + 2 * SECOND, &waker, hasty)
-            .unwrap();
+        let probe = gate.ask(ids[1], open + 2 * SECOND, &waker, hasty).unwrap();
         assert!(probe.probe.is_some());
     }
 
@@ -1750,7 +1824,7 @@ mod tests {
         // Three are the backlog; one of them leaves, two are still paced.
         gate.leave(ids[3], true);
         assert_eq!(
-            gate.poll_waiter(ids[1], open, &waker, TERMS),
+            gate.ask(ids[1], open, &waker, TERMS),
             Err(Some(open + SECOND))
         );
     }

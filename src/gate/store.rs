@@ -12,6 +12,7 @@ use super::quota::Quota;
 use super::report::Report;
 use super::time::Anchor;
 use crate::key::Key;
+use crate::throttled::HeldBy;
 
 /// What the server said about a key's window, in wall-clock time so that it means the same in
 /// every process.
@@ -60,8 +61,8 @@ impl Window {
     /// What a response said, on the wall clock, to share. A closure this process keeps is
     /// shared as the server named it, without this process's spread: the store's
     /// reservations keep the processes from stampeding, and the fleet measures windows by it.
-    /// An instruction this process does not keep (beyond its cap, or on an answer that closes
-    /// nothing) is not shared.
+    /// An instruction this process does not keep (beyond its horizon, or on an answer that
+    /// closes nothing) is not shared.
     pub(super) fn from_report(report: Report, clocks: &Anchor) -> Window {
         let closed_until = report.closed_until.map(|closed| {
             report
@@ -83,6 +84,8 @@ impl Window {
         Report {
             refused: false,
             closed_until: self.closed_until.map(|at| clocks.instant(at)),
+            closed_by: Some(HeldBy::Fleet),
+            quota_by: Some(HeldBy::Fleet),
             instructed_until: None,
             limit: self.limit,
             server_clock: None,
@@ -284,9 +287,12 @@ mod tests {
             limit: Some(10),
             ..Report::default()
         };
+        // What set them is this process's to say: taken back, they were set by another.
         let taken = Report {
             closed_until: Some(now + 2 * SECOND),
+            closed_by: Some(HeldBy::Fleet),
             quota: Some(quota),
+            quota_by: Some(HeldBy::Fleet),
             limit: Some(10),
             ..Report::default()
         };

@@ -8,9 +8,13 @@ use std::time::Duration;
 pub(crate) struct Terms {
     /// The call respects the quota and pace the server reported (`respect_remaining`).
     pub(crate) metered: bool,
-    /// The longest wait the call's layer takes from the server (`retry_after_cap`): a spent
-    /// window resetting later, or a pace drawn from a longer window, does not hold it.
+    /// The longest wait the call's layer takes from the server (`retry_after_cap`): a pace
+    /// drawn from a longer window does not hold it.
     pub(crate) cap: Duration,
+    /// The longest the call waits out a closure or a spent window at its gate: the cap, with
+    /// the spread an instruction that long is given. One that holds it longer fails it at
+    /// once: the cap bounds a wait, not what is remembered.
+    pub(crate) longest_wait: Duration,
     /// How long a probe out may stay unanswered before this call probes instead.
     pub(crate) probe_timeout: Duration,
     /// The first call to a key the gate knows nothing about goes alone (`slow_start`); only
@@ -28,6 +32,7 @@ impl Terms {
     pub(crate) const EVERYTHING: Terms = Terms {
         metered: true,
         cap: Duration::MAX,
+        longest_wait: Duration::MAX,
         probe_timeout: Duration::MAX,
         slow_start: true,
         learned: false,

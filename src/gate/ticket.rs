@@ -8,12 +8,12 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::Gates;
-use super::answer::{Admission, Hold};
+use super::answer::{Admission, Hold, Look};
 use super::report::Report;
 use super::store::{Ticket, Window};
 use super::terms::Terms;
 use crate::key::Key;
-use crate::throttled::Throttled;
+use crate::throttled::{HeldBy, Throttled};
 
 /// A request let through a gate. What its response says must be recorded; if no response
 /// comes (the call was dropped, or failed in transport), dropping the pass tells the gate so.
@@ -32,6 +32,15 @@ pub(crate) struct Pass {
 pub(crate) struct Retry {
     pub(crate) wait: Duration,
     pub(crate) budget: Duration,
+}
+
+/// Why a waiting call may not go yet.
+pub(crate) enum NotYet {
+    /// It asks again then (`None`: when woken).
+    LookAgain(Option<Instant>),
+    /// The gate is now closed to it longer than it may still wait: it gives up at once, with
+    /// this error.
+    GiveUp(Throttled),
 }
 
 /// Where a call goes after its answer was recorded.
@@ -100,8 +109,8 @@ impl Pass {
                 id,
                 self.terms,
             )),
-            Hold::Beyond(closed_for) => {
-                Held::Throttled(Throttled::new(self.key.clone(), closed_for))
+            Hold::Beyond(closed) => {
+                Held::Throttled(Throttled::new(self.key.clone(), closed.left, closed.by))
             }
             Hold::Free => Held::Free,
         }
@@ -143,12 +152,18 @@ impl Place {
         }
     }
 
-    /// Whether the call may go: its pass, or when to ask again (`None`: when woken).
-    pub(crate) fn poll(&mut self, now: Instant, waker: &Waker) -> Result<Pass, Option<Instant>> {
+    /// Whether the call, with `budget` left to wait, may go: its pass, when to ask again, or
+    /// that it is held longer than it may wait.
+    pub(crate) fn poll(
+        &mut self,
+        now: Instant,
+        budget: Duration,
+        waker: &Waker,
+    ) -> Result<Pass, NotYet> {
         let mut table = self.gates.registry.lock();
         let (admission, wakes) = match table.gates.get_mut(&self.key) {
             Some(gate) => {
-                let admission = gate.poll_waiter(self.id, now, waker, self.terms);
+                let admission = gate.poll_waiter(self.id, now, budget, waker, self.terms);
                 (admission, gate.take_wakes())
             }
             // The gate was forgotten: nothing holds the call back.
@@ -156,7 +171,12 @@ impl Place {
         };
         drop(table);
         wakes.into_iter().for_each(Waker::wake);
-        let admission = admission?;
+        let admission = admission.map_err(|look| match look {
+            Look::Again(at) => NotYet::LookAgain(at),
+            Look::Beyond(closed) => {
+                NotYet::GiveUp(Throttled::new(self.key.clone(), closed.left, closed.by))
+            }
+        })?;
         self.queued = false;
         Ok(Pass::new(
             self.gates.clone(),
@@ -175,9 +195,16 @@ impl Place {
     }
 
     /// The error of a call that gives up its place: how long until the gate could have let
-    /// it through.
+    /// it through, and what holds it (a closure or spent window, else the calls ahead).
     pub(crate) fn throttled(&self, now: Instant) -> Throttled {
-        Throttled::new(self.key.clone(), self.estimate(now))
+        let table = self.gates.registry.lock();
+        let held_by = table
+            .gates
+            .get(&self.key)
+            .and_then(|gate| gate.closed(now, self.terms))
+            .map_or(HeldBy::Queue, |closed| closed.by);
+        drop(table);
+        Throttled::new(self.key.clone(), self.estimate(now), held_by)
     }
 
     /// The key it waits at.
@@ -248,12 +275,15 @@ mod tests {
         assert!(matches!(refused(&gates, "b", 5 * SECOND, now), Held::Free));
         assert_eq!(gates.len(), 1);
         let waker = Arc::new(Ignored).into();
-        assert_eq!(
-            place.poll(now + SECOND, &waker).err(),
-            Some(Some(now + 30 * SECOND)),
+        let budget = 120 * SECOND;
+        assert!(
+            matches!(
+                place.poll(now + SECOND, budget, &waker),
+                Err(NotYet::LookAgain(Some(at))) if at == now + 30 * SECOND
+            ),
             "still held until its window ends"
         );
-        assert!(place.poll(now + 30 * SECOND, &waker).is_ok());
+        assert!(place.poll(now + 30 * SECOND, budget, &waker).is_ok());
     }
 
     #[tokio::test(start_paused = true)]

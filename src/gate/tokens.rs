@@ -13,6 +13,9 @@ use super::quota::{Quota, fold};
 use crate::headers::Unit;
 use crate::tokens::TokenCost;
 
+/// The unit of each slot of [`TokenMeters`].
+const UNITS: [Unit; 3] = [Unit::Tokens, Unit::InputTokens, Unit::OutputTokens];
+
 /// The token meters of one response or one gate, by unit: tokens, input tokens, output tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TokenMeters([Option<Quota>; 3]);
@@ -22,12 +25,7 @@ impl TokenMeters {
     pub(crate) const NONE: TokenMeters = TokenMeters([None; 3]);
 
     fn slot(unit: Unit) -> Option<usize> {
-        match unit {
-            Unit::Tokens => Some(0),
-            Unit::InputTokens => Some(1),
-            Unit::OutputTokens => Some(2),
-            _ => None,
-        }
+        UNITS.iter().position(|known| *known == unit)
     }
 
     /// What `cost` spends of the meter in `slot`.
@@ -72,8 +70,8 @@ impl TokenMeters {
     }
 
     /// Spends `cost` if every meter it draws on has that much left; otherwise spends nothing
-    /// and says when the first meter lacking it resets.
-    pub(crate) fn spend(&mut self, cost: TokenCost, now: Instant) -> Result<(), Instant> {
+    /// and says when the last meter lacking it resets, and that meter's unit.
+    pub(crate) fn spend(&mut self, cost: TokenCost, now: Instant) -> Result<(), (Instant, Unit)> {
         for known in &mut self.0 {
             if known.is_some_and(|quota| quota.reset_at <= now) {
                 *known = None;
@@ -85,10 +83,10 @@ impl TokenMeters {
             .enumerate()
             .filter_map(|(slot, known)| Some((slot, (*known)?)))
             .filter(|(slot, quota)| Self::spent_by(*slot, cost) > quota.remaining)
-            .map(|(_, quota)| quota.reset_at)
-            .max();
-        if let Some(reset_at) = short {
-            return Err(reset_at);
+            .map(|(slot, quota)| (quota.reset_at, UNITS[slot]))
+            .max_by_key(|(reset_at, _)| *reset_at);
+        if let Some(short) = short {
+            return Err(short);
         }
         for (slot, known) in self.0.iter_mut().enumerate() {
             if let Some(quota) = known {
@@ -140,7 +138,7 @@ mod tests {
         assert_eq!(known.spend(TokenCost::new(200, 200), now), Ok(()));
         assert_eq!(
             known.spend(TokenCost::new(1, 0), now),
-            Err(now + 10 * SECOND),
+            Err((now + 10 * SECOND, Unit::Tokens)),
             "exactly spent: the next waits for the reset"
         );
         assert_eq!(
@@ -166,7 +164,7 @@ mod tests {
         assert_eq!(known.spend(TokenCost::new(900, 100), now), Ok(()));
         assert_eq!(
             known.spend(TokenCost::new(200, 1), now),
-            Err(now + 20 * SECOND),
+            Err((now + 20 * SECOND, Unit::OutputTokens)),
             "both lack it: the later reset"
         );
         assert_eq!(
@@ -212,12 +210,12 @@ mod tests {
         known.take_in(meters(now, &readings), now);
         assert_eq!(
             known.spend(TokenCost::new(150, 0), now),
-            Err(now + 5 * SECOND),
+            Err((now + 5 * SECOND, Unit::InputTokens)),
             "the input lacks it"
         );
         assert_eq!(
             known.spend(TokenCost::new(0, 150), now),
-            Err(now + 20 * SECOND),
+            Err((now + 20 * SECOND, Unit::OutputTokens)),
             "the output lacks it"
         );
         assert_eq!(known.spend(TokenCost::new(100, 100), now), Ok(()));
@@ -242,7 +240,7 @@ mod tests {
         known.take_in(meters(now, &[(Unit::Tokens, 0, 0)]), now);
         assert_eq!(
             known.spend(TokenCost::new(150, 0), now),
-            Err(now + 10 * SECOND),
+            Err((now + 10 * SECOND, Unit::Tokens)),
             "the meter of the current window still holds the call"
         );
     }
@@ -258,7 +256,7 @@ mod tests {
             known.take_in(meters(now, &readings), now);
             assert_eq!(
                 known.spend(TokenCost::new(1, 0), now),
-                Err(now + 60 * SECOND),
+                Err((now + 60 * SECOND, Unit::Tokens)),
                 "{readings:?}"
             );
         }

@@ -269,7 +269,10 @@ mod tests {
             error.downcast_ref::<std::io::Error>().unwrap().to_string(),
             "refused"
         );
-        let throttled = Throttled::new(Key::named("api"), Duration::from_secs(9));
+        let held_by = crate::HeldBy::RetryAfter {
+            status: http::StatusCode::TOO_MANY_REQUESTS,
+        };
+        let throttled = Throttled::new(Key::named("api"), Duration::from_secs(9), held_by);
         let back = to_middleware_error(Box::new(throttled));
         let reqwest_middleware::Error::Middleware(error) = back else {
             panic!("Throttled is a middleware error");
