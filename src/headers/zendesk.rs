@@ -3,8 +3,6 @@
 //! `X-Rate-Limit: 700`, `X-Rate-Limit-Remaining: 699` and `ratelimit-reset: 41`, read as the one
 //! meter they describe.
 
-use std::borrow::Cow;
-
 use super::clock::{Reset, ResponseClock};
 use super::field::{Fields, Name, ZENDESK_PREFIX};
 use super::meter::Reading;
@@ -12,9 +10,6 @@ use super::number::{parse_count_with_fraction, parse_decimal};
 use super::reader::Found;
 
 pub(super) const NAMES: &[Name] = &[Name::ZendeskRateLimit, Name::XRateLimitBare];
-
-/// A response names a handful of endpoints' meters; a hostile one naming more gets these many.
-const MOST_METERS: usize = 8;
 
 pub(super) fn read<'a>(fields: &Fields<'a>, clock: &ResponseClock, found: &mut Found<'a>) {
     if fields.has(Name::XRateLimitBare) {
@@ -26,17 +21,7 @@ pub(super) fn read<'a>(fields: &Fields<'a>, clock: &ResponseClock, found: &mut F
         if endpoint.is_empty() || reading == Reading::default() {
             continue;
         }
-        let known = found.readings[first..]
-            .iter()
-            .position(|known| known.name.as_deref() == Some(endpoint));
-        match known {
-            Some(at) => found.readings[first + at].merge(reading),
-            None if found.readings.len() - first < MOST_METERS => found.readings.push(Reading {
-                name: Some(Cow::Borrowed(endpoint)),
-                ..reading
-            }),
-            None => {}
-        }
+        found.add_named(first, endpoint, reading);
     }
 }
 
