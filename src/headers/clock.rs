@@ -230,17 +230,26 @@ fn parse_date(line: &HeaderValue) -> Option<SystemTime> {
     Some(at)
 }
 
-/// An HTTP-date in any of its three forms (RFC 9110 §5.6.7).
+/// An HTTP-date in any of its three forms (RFC 9110 §5.6.7), with `UTC` read as `GMT`.
+///
+/// Some servers (X's API, Okta) write `UTC` where the grammar has `GMT`; RFC 9110 §5.6.7 lets
+/// a recipient read such a date leniently, and it names the same instant. Refused, it would be
+/// no `Date` at all, and every instant would be read against the client's clock instead. No
+/// other zone is read: `PST` or `+0100` would need an offset the grammar has no place for.
 pub(crate) fn parse_http_date(text: &str) -> Option<SystemTime> {
-    imf_fixdate(text).or_else(|| httpdate::parse_http_date(text).ok())
+    imf_fixdate(text).or_else(|| match text.strip_suffix(" UTC") {
+        // An obsolete form with `UTC`: rare enough to pay for the copy.
+        Some(before_zone) => httpdate::parse_http_date(&format!("{before_zone} GMT")).ok(),
+        None => httpdate::parse_http_date(text).ok(),
+    })
 }
 
-/// The form servers send (`Sun, 06 Nov 1994 08:49:37 GMT`), read without `httpdate`'s round
-/// trip through a calendar: `Date` is on every response, so this is a hot path. Anything it
-/// does not recognise falls to `httpdate`, which reads the obsolete forms too.
+/// The form servers send (`Sun, 06 Nov 1994 08:49:37 GMT`, or `UTC`), read without
+/// `httpdate`'s round trip through a calendar: `Date` is on every response, so this is a hot
+/// path. Anything it does not recognise falls to `httpdate`, which reads the obsolete forms too.
 fn imf_fixdate(text: &str) -> Option<SystemTime> {
     let bytes = text.as_bytes();
-    if bytes.len() != 29 || &bytes[3..5] != b", " || &bytes[25..] != b" GMT" {
+    if bytes.len() != 29 || &bytes[3..5] != b", " || !matches!(&bytes[25..], b" GMT" | b" UTC") {
         return None;
     }
     let separators = [(7, b' '), (11, b' '), (16, b' '), (19, b':'), (22, b':')];
@@ -576,7 +585,7 @@ mod tests {
             "Tue, 29 Feb 2100 22:13:20 GMT",
             "Tue, 14 Nov 2023 24:13:20 GMT",
             "Tue, 14 Nov 1969 22:13:20 GMT",
-            "Tue, 14 Nov 2023 22:13:20 UTC",
+            "Tue, 14 Nov 2023 22:13:20 PST",
             "Tue, 14 nov 2023 22:13:20 GMT",
             "Tue, 14 Nov 2023 22:13:2x GMT",
             "Tue,14 Nov 2023 22:13:20 GMT ",
@@ -592,6 +601,34 @@ mod tests {
             parse_http_date("Tuesday, 14-Nov-23 22:13:20 GMT"),
             Some(at(NOW))
         );
+    }
+
+    #[test]
+    fn a_date_in_utc_is_read_as_in_gmt() {
+        let utc = clock(&[("date", "Tue, 14 Nov 2023 22:13:20 UTC")], NOW + 5);
+        assert_eq!(utc.date, Some(at(NOW)));
+        assert_eq!(
+            imf_fixdate("Tue, 14 Nov 2023 22:13:20 UTC"),
+            Some(at(NOW)),
+            "on the fast path, without a copy"
+        );
+        assert_eq!(utc.until(at(NOW + 60)), Duration::from_secs(60));
+        assert_eq!(
+            parse_http_date("Tuesday, 14-Nov-23 22:13:20 UTC"),
+            Some(at(NOW))
+        );
+    }
+
+    #[test]
+    fn a_date_in_any_other_zone_is_no_date() {
+        for zone in ["PST", "XYZ", "utc", "UT", "Z", "+0000"] {
+            let date = format!("Tue, 14 Nov 2023 22:13:20 {zone}");
+            assert_eq!(parse_http_date(&date), None, "{date}");
+            let rfc850 = format!("Tuesday, 14-Nov-23 22:13:20 {zone}");
+            assert_eq!(parse_http_date(&rfc850), None, "{rfc850}");
+            let line = HeaderValue::from_str(&date).unwrap();
+            assert_eq!(parse_date(&line), None, "{date}");
+        }
     }
 
     #[test]
@@ -627,6 +664,13 @@ mod tests {
             for line in [&first, &second, &second, &first] {
                 prop_assert_eq!(parse_date(line), read_afresh(line));
             }
+        }
+
+        #[test]
+        fn every_http_date_in_utc_reads_as_in_gmt(seconds in 0u64..253_402_300_800) {
+            let gmt = httpdate::fmt_http_date(at(seconds));
+            let utc = gmt.replace(" GMT", " UTC");
+            prop_assert_eq!(parse_http_date(&utc), Some(at(seconds)));
         }
 
         #[test]

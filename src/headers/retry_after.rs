@@ -153,6 +153,29 @@ mod tests {
     }
 
     #[test]
+    fn an_http_date_in_utc_is_read_as_in_gmt_and_other_zones_are_no_instruction() {
+        assert_eq!(retry_after("Tue, 14 Nov 2023 22:14:20 UTC"), secs(60));
+        let both_in_utc = read_pairs(
+            &[
+                ("date", "Tue, 14 Nov 2023 22:13:20 UTC"),
+                ("retry-after", "Tue, 14 Nov 2023 22:14:20 UTC"),
+            ],
+            NOW + 5,
+        );
+        assert_eq!(
+            both_in_utc,
+            secs(60),
+            "read against the Date, not the receipt"
+        );
+        for other_zone in [
+            "Tue, 14 Nov 2023 22:14:20 PST",
+            "Tue, 14 Nov 2023 22:14:20 XYZ",
+        ] {
+            assert_eq!(retry_after(other_zone), None, "{other_zone}");
+        }
+    }
+
+    #[test]
     fn without_date_an_http_date_is_read_against_the_local_clock() {
         let got = read_pairs(&[("retry-after", "Tue, 14 Nov 2023 22:14:20 GMT")], NOW + 5);
         assert_eq!(got, secs(55));
