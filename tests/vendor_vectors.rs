@@ -117,12 +117,24 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-/// Zendesk joins the account meter split over three families; a Shopify bucket in the same
-/// response is not taken for its counts, nor is a reset read with counts of its own taken for
-/// the lone `ratelimit-reset`.
+/// Zendesk joins the account meter split over three families, whether the IETF fields carry
+/// only its reset or its counts as well; a Shopify bucket in the same response is not taken
+/// for its counts, nor is a reset read with other counts taken for the account's.
 #[test]
 fn zendesk_joins_only_its_own_account_meter() {
     let cases = [
+        reads(
+            "X-Rate-Limit: 700 || X-Rate-Limit-Remaining: 699 || ratelimit-limit: 700 || ratelimit-remaining: 699 || ratelimit-reset: 41",
+            "_[l=700 r=699 t=41s]",
+        ),
+        reads(
+            "X-Rate-Limit: 700 || X-Rate-Limit-Remaining: 699 || ratelimit-remaining: 699 || ratelimit-reset: 41",
+            "_[l=700 r=699 t=41s]",
+        ),
+        reads(
+            "X-Rate-Limit: 700 || X-Rate-Limit-Remaining: 699 || ratelimit-limit: 400 || ratelimit-remaining: 699 || ratelimit-reset: 41",
+            "_![l=400 r=699 t=41s]; _[l=700 r=699]",
+        ),
         reads(
             "X-Rate-Limit: 700 || ratelimit-reset: 41 || X-Shopify-Shop-Api-Call-Limit: 39/40",
             "_[t=41s]; _[l=700]; _![l=40 r=1]",
