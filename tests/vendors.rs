@@ -174,8 +174,11 @@ async fn a_403_is_a_refusal_where_one_line_says_so() {
     let now = now_seconds();
     let server = TestServer::start(move |_, _, nth| {
         let status = if nth == 0 { 403 } else { 200 };
+        // The retry comes after the reset, and so does the server's clock: a `Date` left
+        // behind it would be read as another clock's, against which the reset is not past.
+        let server_now = if nth == 0 { now } else { now + 2 };
         let headers = vec![
-            header("date", date(now)),
+            header("date", date(server_now)),
             header("x-ratelimit-remaining", 0),
             header("x-ratelimit-reset", now + 2),
         ];
