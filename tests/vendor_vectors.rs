@@ -5,7 +5,7 @@
 
 mod support;
 
-use support::vectors::{Case, assert_cases_read_as_expected, assert_one_case_a_line, reads};
+use support::vectors::{Case, NOW, assert_cases_read_as_expected, assert_one_case_a_line, reads};
 
 const VECTORS: &str = include_str!("vectors/vendor-headers.txt");
 
@@ -211,6 +211,38 @@ fn zendesk_merges_the_lines_of_one_endpoint_and_skips_the_empty() {
         ),
         reads(
             "zendesk-ratelimit-: total=10; remaining=3 || zendesk-ratelimit-a: limit=5; left=2",
+            "",
+        ),
+    ];
+    assert_cases_read_as_expected(&cases);
+}
+
+/// Azure's spelling of the token reset is OpenAI's: one token meter with the later of the
+/// resets, and the wait, the longer beside a `Retry-After`, aged by `Age`; zero is a quota
+/// already whole and no wait, and a value that is negative, garbage or not ASCII is nothing.
+#[test]
+fn azure_spells_the_token_reset_its_own_way() {
+    let cases = [
+        reads(
+            "HTTP 429 || x-rate-limit-reset-tokens: 55 || retry-after: 20",
+            "retry=55s; tokens[t=55s u=tokens]",
+        ),
+        reads(
+            "x-ratelimit-remaining-tokens: 0 || x-ratelimit-reset-tokens: 30s || x-rate-limit-reset-tokens: 55",
+            "retry=55s; tokens[r=0 t=55s u=tokens]",
+        ),
+        reads(
+            "x-rate-limit-reset-tokens: 55 || x-rate-limit-reset-tokens: 1m0s",
+            "retry=60s; tokens[t=60s u=tokens]",
+        ),
+        reads(
+            "x-rate-limit-reset-tokens: 55",
+            "retry=45s; tokens[t=45s u=tokens]",
+        )
+        .with("Age: 10"),
+        reads("x-rate-limit-reset-tokens: 0", ""),
+        reads(
+            "x-rate-limit-reset-tokens: -5 || x-rate-limit-reset-tokens: soon || x-rate-limit-reset-tokens:  || x-rate-limit-reset-tokens: ５５",
             "",
         ),
     ];

@@ -489,7 +489,8 @@ async fn anthropic_an_rfc3339_reset_is_read_against_date() {
 
 /// The vendors whose limits are meters: a spent one holds the next call until its reset,
 /// read in each vendor's own fields (GitLab's epoch, Zendesk's named meter, Atlassian's Beta-
-/// pair, Shopify's full bucket with the wait its 429 gives, AWS's milliseconds).
+/// pair, Shopify's full bucket with the wait its 429 gives, AWS's milliseconds, Azure's token
+/// reset with no `Retry-After`).
 #[tokio::test(start_paused = true)]
 async fn every_vendors_spent_limit_holds_the_next_call_until_its_reset() {
     let now = now_seconds();
@@ -539,6 +540,12 @@ async fn every_vendors_spent_limit_holds_the_next_call_until_its_reset() {
             vec![header("x-amz-retry-after", 1_500)],
             Duration::from_millis(1_500),
         ),
+        (
+            "azure",
+            429,
+            vec![header("x-rate-limit-reset-tokens", 3)],
+            3 * SECOND,
+        ),
     ];
     for (vendor, status, headers, wait) in styles {
         let first = (status, headers);
@@ -569,6 +576,31 @@ async fn every_vendors_spent_limit_holds_the_next_call_until_its_reset() {
         assert!(waited >= wait, "{vendor}: {waited:?}, not before {wait:?}");
         assert!(waited < wait + 2 * SECOND, "{vendor}: {waited:?}");
     }
+}
+
+/// Azure: its token reset on a response that is no refusal is a meter's reset and an
+/// instruction that closes nothing: the next call goes at once.
+#[tokio::test(start_paused = true)]
+async fn azure_a_token_reset_on_an_accepted_response_holds_no_call() {
+    let server = TestServer::start(move |_, _, _| {
+        let headers = vec![
+            header("x-ratelimit-remaining-tokens", 90_000),
+            header("x-rate-limit-reset-tokens", 30),
+        ];
+        (200, headers)
+    })
+    .await;
+    let mut client = stack(RateLimitLayer::new());
+    let start = Instant::now();
+    for _ in 0..2 {
+        let response = send(&mut client, Method::POST, server.url("/openai/deployments"))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+    let arrivals = server.arrivals("POST", "/openai/deployments");
+    assert_eq!(arrivals.len(), 2);
+    assert!(arrivals[1] - start < SECOND, "{:?}", arrivals[1] - start);
 }
 
 /// Stripe: a refusal for too many requests in flight backs off alone: it closes nothing for

@@ -2,8 +2,8 @@
 //! and the members of a comma-separated line.
 //!
 //! One pass over the lines a response carries (a dozen, typically) costs less than looking up
-//! each of the eighteen names the parsers know, most of which a response does not carry; the
-//! map is searched again only for a field with several lines.
+//! each name the parsers know, most of which a response does not carry; the map is searched
+//! again only for a field with several lines.
 
 use std::borrow::Cow;
 
@@ -82,6 +82,7 @@ names! {
     ZendeskRateLimit => ZENDESK_PREFIX,
     StripeRateLimitedReason => "stripe-rate-limited-reason",
     XAmzRetryAfter => "x-amz-retry-after",
+    XRateDashLimitResetTokens => "x-rate-limit-reset-tokens",
 }
 
 /// Fields read by prefix: a vendor that names one field per meter.
@@ -91,6 +92,9 @@ const PREFIXED: [(&str, Name); 2] = [
 ];
 pub(crate) const ANTHROPIC_PREFIX: &str = "anthropic-ratelimit-";
 pub(crate) const ZENDESK_PREFIX: &str = "zendesk-ratelimit-";
+
+// One bit per name in a `u64`: a name past the 64th needs a wider set.
+const _: () = assert!(NAMES <= 64);
 
 impl Name {
     const fn bit(self) -> u64 {
@@ -476,6 +480,7 @@ mod tests {
             "zendesk-ratelimit-tickets-index",
             "stripe-rate-limited-reason",
             "x-amz-retry-after",
+            "x-rate-limit-reset-tokens",
         ];
         assert_eq!(names.len(), NAMES);
         for (index, name) in names.iter().enumerate() {
