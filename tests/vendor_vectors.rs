@@ -217,6 +217,36 @@ fn zendesk_merges_the_lines_of_one_endpoint_and_skips_the_empty() {
     assert_cases_read_as_expected(&cases);
 }
 
+/// X's caps: each a meter over a day, its reset an epoch instant or a countdown; duplicates give
+/// the most restrictive figure, a reset already past leaves the quota unknown, and a figure
+/// that is empty, negative, overflowing, not ASCII digits or garbage is nothing.
+#[test]
+fn x_caps_read_each_figure_or_nothing() {
+    let cases = [
+        reads(
+            "x-app-limit-24hour-remaining: 12 || x-app-limit-24hour-reset: 3600",
+            "app-24hour[r=12 t=3600s w=86400s]",
+        ),
+        reads(
+            "x-user-limit-24hour-remaining: 5 || x-user-limit-24hour-remaining: 3 || x-user-limit-24hour-reset: 1700000100, 1700000200",
+            "user-24hour[r=3 t=200s w=86400s]",
+        ),
+        reads(
+            "x-user-limit-24hour-limit: 1000 || x-user-limit-24hour-remaining: 0 || x-user-limit-24hour-reset: 1699999000",
+            "user-24hour[l=1000 w=86400s]",
+        ),
+        reads(
+            "x-user-limit-24hour-limit:  || x-user-limit-24hour-remaining: -1 || x-user-limit-24hour-reset: soon || x-app-limit-24hour-remaining: 4abc",
+            "",
+        ),
+        reads(
+            "x-user-limit-24hour-remaining: 18446744073709551616 || x-app-limit-24hour-limit: ５ || x-app-limit-24hour-reset: -60",
+            "",
+        ),
+    ];
+    assert_cases_read_as_expected(&cases);
+}
+
 /// Azure's spelling of the token reset is OpenAI's: one token meter with the later of the
 /// resets, and the wait, the longer beside a `Retry-After`, aged by `Age`; zero is a quota
 /// already whole and no wait, and a value that is negative, garbage or not ASCII is nothing.

@@ -578,6 +578,40 @@ async fn every_vendors_spent_limit_holds_the_next_call_until_its_reset() {
     }
 }
 
+/// X: a 429 whose daily user cap is spent while the endpoint's meter has room names the cap's
+/// reset, a day away, as its wait: far beyond the cap, so the call gets the 429 at once, with
+/// no guessed retry.
+#[tokio::test(start_paused = true)]
+async fn x_a_spent_daily_cap_is_the_wait_and_no_guess_is_retried() {
+    let now = now_seconds();
+    let server = TestServer::start(move |_, _, _| {
+        let headers = vec![
+            header("date", date(now)),
+            header("x-rate-limit-limit", 15),
+            header("x-rate-limit-remaining", 14),
+            header("x-rate-limit-reset", now + 900),
+            header("x-user-limit-24hour-remaining", 0),
+            header("x-user-limit-24hour-reset", now + 86_400),
+        ];
+        (429, headers)
+    })
+    .await;
+    let mut client = stack(RateLimitLayer::new());
+    let start = Instant::now();
+    let response = send(&mut client, Method::POST, server.url("/2/tweets"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(Instant::now() - start < SECOND, "no wait");
+    assert_eq!(server.count("POST", "/2/tweets"), 1, "no guessed retry");
+    let info = response.extensions().get::<RateLimitInfo>().unwrap();
+    assert_eq!(
+        info.instructed_wait(),
+        Some(86_400 * SECOND),
+        "the daily reset, not a guess"
+    );
+}
+
 /// Azure: its token reset on a response that is no refusal is a meter's reset and an
 /// instruction that closes nothing: the next call goes at once.
 #[tokio::test(start_paused = true)]

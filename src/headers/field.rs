@@ -83,6 +83,12 @@ names! {
     StripeRateLimitedReason => "stripe-rate-limited-reason",
     XAmzRetryAfter => "x-amz-retry-after",
     XRateDashLimitResetTokens => "x-rate-limit-reset-tokens",
+    XUserLimit24HourLimit => "x-user-limit-24hour-limit",
+    XUserLimit24HourRemaining => "x-user-limit-24hour-remaining",
+    XUserLimit24HourReset => "x-user-limit-24hour-reset",
+    XAppLimit24HourLimit => "x-app-limit-24hour-limit",
+    XAppLimit24HourRemaining => "x-app-limit-24hour-remaining",
+    XAppLimit24HourReset => "x-app-limit-24hour-reset",
 }
 
 /// Fields read by prefix: a vendor that names one field per meter.
@@ -481,6 +487,12 @@ mod tests {
             "stripe-rate-limited-reason",
             "x-amz-retry-after",
             "x-rate-limit-reset-tokens",
+            "x-user-limit-24hour-limit",
+            "x-user-limit-24hour-remaining",
+            "x-user-limit-24hour-reset",
+            "x-app-limit-24hour-limit",
+            "x-app-limit-24hour-remaining",
+            "x-app-limit-24hour-reset",
         ];
         assert_eq!(names.len(), NAMES);
         for (index, name) in names.iter().enumerate() {

@@ -26,6 +26,7 @@ mod stripe;
 mod structured;
 #[cfg(any(test, feature = "__fuzzing"))]
 pub(crate) mod structured_reference;
+mod twitter;
 mod x_ratelimit;
 mod zendesk;
 
@@ -48,7 +49,7 @@ use reader::Signals;
 /// `X-RateLimit-*` readers.
 type Row = (u64, for<'a> fn(&Fields<'a>, &ResponseClock, &mut Found<'a>));
 
-const VENDORS: [Row; 10] = [
+const VENDORS: [Row; 11] = [
     (Name::mask(github::NAMES), github::read),
     (Name::mask(gitlab::NAMES), gitlab::read),
     (Name::mask(discord::NAMES), discord::read),
@@ -61,6 +62,9 @@ const VENDORS: [Row; 10] = [
     (Name::mask(atlassian::NAMES), atlassian::read),
     (Name::mask(stripe::NAMES), stripe::read),
     (Name::mask(aws::NAMES), aws::read),
+    // From here on each row names every meter it adds: none takes what the rows before it
+    // found, so their order is free.
+    (Name::mask(twitter::NAMES), twitter::read),
 ];
 
 /// Every vendor's fields: a response carrying none skips the table.
