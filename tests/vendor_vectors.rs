@@ -247,6 +247,47 @@ fn x_caps_read_each_figure_or_nothing() {
     assert_cases_read_as_expected(&cases);
 }
 
+/// HubSpot's meters: a spent one resets within its window (the burst interval, a second, a
+/// day), aged by `Age`; one with quota left, or without a known window, is given no reset.
+/// Duplicates give the lowest counts and the longest interval; an interval that is zero,
+/// negative, overflowing or garbage is no window, and a count of that kind is nothing.
+#[test]
+fn hubspot_meters_read_each_figure_or_nothing() {
+    let cases = [
+        reads(
+            "X-HubSpot-RateLimit-Secondly: 10 || X-HubSpot-RateLimit-Secondly-Remaining: 0",
+            "secondly[l=10 r=0 t=1s w=1s]",
+        ),
+        reads(
+            "X-HubSpot-RateLimit-Daily-Remaining: 0",
+            "daily[r=0 t=86400s w=86400s]",
+        ),
+        reads(
+            "X-HubSpot-RateLimit-Max: 100 || X-HubSpot-RateLimit-Remaining: 0",
+            "burst[l=100 r=0]",
+        ),
+        reads(
+            "X-HubSpot-RateLimit-Remaining: 0 || X-HubSpot-RateLimit-Interval-Milliseconds: 10000",
+            "burst[r=0 t=7s w=10s]",
+        )
+        .with("Age: 3"),
+        reads(
+            "X-HubSpot-RateLimit-Remaining: 5 || X-HubSpot-RateLimit-Remaining: 3 || X-HubSpot-RateLimit-Interval-Milliseconds: 10000, 20000",
+            "burst[r=3 w=20s]",
+        ),
+        reads(
+            "X-HubSpot-RateLimit-Remaining: 7 || X-HubSpot-RateLimit-Interval-Milliseconds: 0, -10000, 99999999999999999999, 10s, 10000.5",
+            "burst[r=7]",
+        ),
+        reads("X-HubSpot-RateLimit-Interval-Milliseconds: 10000", ""),
+        reads(
+            "X-HubSpot-RateLimit-Max:  || X-HubSpot-RateLimit-Remaining: -1 || X-HubSpot-RateLimit-Daily: ２５０ || X-HubSpot-RateLimit-Secondly-Remaining: 18446744073709551616",
+            "",
+        ),
+    ];
+    assert_cases_read_as_expected(&cases);
+}
+
 /// Azure's spelling of the token reset is OpenAI's: one token meter with the later of the
 /// resets, and the wait, the longer beside a `Retry-After`, aged by `Age`; zero is a quota
 /// already whole and no wait, and a value that is negative, garbage or not ASCII is nothing.

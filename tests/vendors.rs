@@ -489,8 +489,8 @@ async fn anthropic_an_rfc3339_reset_is_read_against_date() {
 
 /// The vendors whose limits are meters: a spent one holds the next call until its reset,
 /// read in each vendor's own fields (GitLab's epoch, Zendesk's named meter, Atlassian's Beta-
-/// pair, Shopify's full bucket with the wait its 429 gives, AWS's milliseconds, Azure's token
-/// reset with no `Retry-After`).
+/// pair, Shopify's full bucket with the wait its 429 gives, AWS's milliseconds, HubSpot's
+/// burst window at zero with no reset, Azure's token reset with no `Retry-After`).
 #[tokio::test(start_paused = true)]
 async fn every_vendors_spent_limit_holds_the_next_call_until_its_reset() {
     let now = now_seconds();
@@ -539,6 +539,16 @@ async fn every_vendors_spent_limit_holds_the_next_call_until_its_reset() {
             429,
             vec![header("x-amz-retry-after", 1_500)],
             Duration::from_millis(1_500),
+        ),
+        (
+            "hubspot",
+            429,
+            vec![
+                header("x-hubspot-ratelimit-max", 100),
+                header("x-hubspot-ratelimit-remaining", 0),
+                header("x-hubspot-ratelimit-interval-milliseconds", 2_000),
+            ],
+            2 * SECOND,
         ),
         (
             "azure",

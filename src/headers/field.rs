@@ -89,6 +89,13 @@ names! {
     XAppLimit24HourLimit => "x-app-limit-24hour-limit",
     XAppLimit24HourRemaining => "x-app-limit-24hour-remaining",
     XAppLimit24HourReset => "x-app-limit-24hour-reset",
+    XHubSpotRateLimitMax => "x-hubspot-ratelimit-max",
+    XHubSpotRateLimitRemaining => "x-hubspot-ratelimit-remaining",
+    XHubSpotRateLimitIntervalMilliseconds => "x-hubspot-ratelimit-interval-milliseconds",
+    XHubSpotRateLimitSecondly => "x-hubspot-ratelimit-secondly",
+    XHubSpotRateLimitSecondlyRemaining => "x-hubspot-ratelimit-secondly-remaining",
+    XHubSpotRateLimitDaily => "x-hubspot-ratelimit-daily",
+    XHubSpotRateLimitDailyRemaining => "x-hubspot-ratelimit-daily-remaining",
 }
 
 /// Fields read by prefix: a vendor that names one field per meter.
@@ -493,6 +500,13 @@ mod tests {
             "x-app-limit-24hour-limit",
             "x-app-limit-24hour-remaining",
             "x-app-limit-24hour-reset",
+            "x-hubspot-ratelimit-max",
+            "x-hubspot-ratelimit-remaining",
+            "x-hubspot-ratelimit-interval-milliseconds",
+            "x-hubspot-ratelimit-secondly",
+            "x-hubspot-ratelimit-secondly-remaining",
+            "x-hubspot-ratelimit-daily",
+            "x-hubspot-ratelimit-daily-remaining",
         ];
         assert_eq!(names.len(), NAMES);
         for (index, name) in names.iter().enumerate() {

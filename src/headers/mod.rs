@@ -14,6 +14,7 @@ mod duration;
 mod field;
 mod github;
 mod gitlab;
+mod hubspot;
 mod ietf;
 mod instant;
 mod meter;
@@ -49,7 +50,7 @@ use reader::Signals;
 /// `X-RateLimit-*` readers.
 type Row = (u64, for<'a> fn(&Fields<'a>, &ResponseClock, &mut Found<'a>));
 
-const VENDORS: [Row; 11] = [
+const VENDORS: [Row; 12] = [
     (Name::mask(github::NAMES), github::read),
     (Name::mask(gitlab::NAMES), gitlab::read),
     (Name::mask(discord::NAMES), discord::read),
@@ -65,6 +66,7 @@ const VENDORS: [Row; 11] = [
     // From here on each row names every meter it adds: none takes what the rows before it
     // found, so their order is free.
     (Name::mask(twitter::NAMES), twitter::read),
+    (Name::mask(hubspot::NAMES), hubspot::read),
 ];
 
 /// Every vendor's fields: a response carrying none skips the table.
