@@ -288,6 +288,38 @@ fn hubspot_meters_read_each_figure_or_nothing() {
     assert_cases_read_as_expected(&cases);
 }
 
+/// Salesforce's members: what is left is the limit less what is used (nothing past the
+/// limit), lines of one member merge, only `api-usage` is known to be daily, and a member
+/// that is not `key=used/limit` with a short token for its key is skipped.
+#[test]
+fn salesforce_members_are_meters_or_nothing() {
+    let cases = [
+        reads(
+            "Sforce-Limit-Info: api-usage=5001/5000",
+            "api-usage[l=5000 r=0 w=86400s]",
+        ),
+        reads(
+            "Sforce-Limit-Info: api-usage=18/5000 || Sforce-Limit-Info: api-usage=20/5000",
+            "api-usage[l=5000 r=4980 w=86400s]",
+        ),
+        reads(
+            "Sforce-Limit-Info: api-usage = 18 / 5000 ,api-bursts=1/750",
+            "api-usage[l=5000 r=4982 w=86400s]; api-bursts![l=750 r=749]",
+        ),
+        reads(
+            "Sforce-Limit-Info: per-app-api-usage=17/250(appName=sample-connected-app); api-usage=25/5000",
+            "api-usage[l=5000 r=4975 w=86400s]",
+        ),
+        reads(
+            "Sforce-Limit-Info: api-usage=18; api-usage=/5000; api-usage=-1/5000; api-usage=18/18446744073709551616; =1/2; api usage=1/2; api-usage",
+            "",
+        ),
+        reads("Sforce-Limit-Info: api-usage=１８/5000", ""),
+        reads("Sforce-Limit-Info: ", ""),
+    ];
+    assert_cases_read_as_expected(&cases);
+}
+
 /// Azure's spelling of the token reset is OpenAI's: one token meter with the later of the
 /// resets, and the wait, the longer beside a `Retry-After`, aged by `Age`; zero is a quota
 /// already whole and no wait, and a value that is negative, garbage or not ASCII is nothing.

@@ -96,6 +96,7 @@ names! {
     XHubSpotRateLimitSecondlyRemaining => "x-hubspot-ratelimit-secondly-remaining",
     XHubSpotRateLimitDaily => "x-hubspot-ratelimit-daily",
     XHubSpotRateLimitDailyRemaining => "x-hubspot-ratelimit-daily-remaining",
+    SforceLimitInfo => "sforce-limit-info",
 }
 
 /// Fields read by prefix: a vendor that names one field per meter.
@@ -507,6 +508,7 @@ mod tests {
             "x-hubspot-ratelimit-secondly-remaining",
             "x-hubspot-ratelimit-daily",
             "x-hubspot-ratelimit-daily-remaining",
+            "sforce-limit-info",
         ];
         assert_eq!(names.len(), NAMES);
         for (index, name) in names.iter().enumerate() {

@@ -22,6 +22,7 @@ mod number;
 mod openai;
 mod reader;
 mod retry_after;
+mod salesforce;
 mod shopify;
 mod stripe;
 mod structured;
@@ -50,7 +51,7 @@ use reader::Signals;
 /// `X-RateLimit-*` readers.
 type Row = (u64, for<'a> fn(&Fields<'a>, &ResponseClock, &mut Found<'a>));
 
-const VENDORS: [Row; 12] = [
+const VENDORS: [Row; 13] = [
     (Name::mask(github::NAMES), github::read),
     (Name::mask(gitlab::NAMES), gitlab::read),
     (Name::mask(discord::NAMES), discord::read),
@@ -67,6 +68,7 @@ const VENDORS: [Row; 12] = [
     // found, so their order is free.
     (Name::mask(twitter::NAMES), twitter::read),
     (Name::mask(hubspot::NAMES), hubspot::read),
+    (Name::mask(salesforce::NAMES), salesforce::read),
 ];
 
 /// Every vendor's fields: a response carrying none skips the table.
