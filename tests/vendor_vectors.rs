@@ -1,7 +1,7 @@
 //! Every line of `tests/vectors/vendor-headers.txt` (what GitHub, GitLab, Discord, OpenAI,
-//! Anthropic, Shopify, Reddit, Atlassian, Zendesk, Stripe, AWS and Cloudflare send) is a case
-//! here, with what the crate reads from it; `refusal` marks a response that is a rate-limit
-//! refusal though it is not a 429.
+//! Anthropic, Shopify, Reddit, Atlassian, Zendesk, Stripe, AWS, Cloudflare, X, HubSpot,
+//! Salesforce and Azure OpenAI send) is a case here, with what the crate reads from it;
+//! `refusal` marks a response that is a rate-limit refusal though it is not a 429.
 
 mod support;
 
@@ -113,6 +113,45 @@ fn cases() -> Vec<Case> {
         reads(
             r#"Ratelimit-Policy: "burst";q=100;w=60 || Ratelimit: "burst";r=50;t=30"#,
             "burst[l=100 r=50 t=30s w=60s]",
+        ),
+        // The endpoint's window is not written, so its meter is given none: it is 15 minutes
+        // for most endpoints, not all.
+        reads(
+            r#"x-rate-limit-limit: 15 || x-rate-limit-remaining: 14 || x-rate-limit-reset: 1700000900 || x-user-limit-24hour-limit: 1000 || x-user-limit-24hour-remaining: 999 || x-user-limit-24hour-reset: 1700086400 || x-app-limit-24hour-limit: 5000 || x-app-limit-24hour-remaining: 4999 || x-app-limit-24hour-reset: 1700086400"#,
+            "_![l=15 r=14 t=900s]; user-24hour[l=1000 r=999 t=86400s w=86400s]; app-24hour[l=5000 r=4999 t=86400s w=86400s]",
+        ),
+        // The spent cap's reset is the instructed wait (`tests/vendors.rs` shows the layer
+        // failing fast on it).
+        reads(
+            r#"HTTP 429 || x-rate-limit-remaining: 14 || x-user-limit-24hour-remaining: 0 || x-user-limit-24hour-reset: 1700086400"#,
+            "_[r=14]; user-24hour![r=0 t=86400s w=86400s]",
+        ),
+        // Received 5 s after its `Date`: the reset is read against that `Date`, 60 s, not
+        // against the receipt, 55 s, as it would be were the `Date` no date.
+        reads(r#"Date: Tue, 14 Nov 2023 22:13:20 UTC"#, "_[t=60s]")
+            .with("X-RateLimit-Reset: 1700000060")
+            .received_at(NOW + 5),
+        reads(
+            r#"X-HubSpot-RateLimit-Max: 100 || X-HubSpot-RateLimit-Remaining: 97 || X-HubSpot-RateLimit-Interval-Milliseconds: 10000 || X-HubSpot-RateLimit-Secondly: 10 || X-HubSpot-RateLimit-Secondly-Remaining: 9 || X-HubSpot-RateLimit-Daily: 250000 || X-HubSpot-RateLimit-Daily-Remaining: 249958"#,
+            "burst[l=100 r=97 w=10s]; secondly![l=10 r=9 w=1s]; daily[l=250000 r=249958 w=86400s]",
+        ),
+        // A spent window comes back within one window: that is its reset (see `hubspot.rs`).
+        reads(
+            r#"HTTP 429 || X-HubSpot-RateLimit-Max: 100 || X-HubSpot-RateLimit-Remaining: 0 || X-HubSpot-RateLimit-Interval-Milliseconds: 10000"#,
+            "burst[l=100 r=0 t=10s w=10s]",
+        ),
+        reads(
+            r#"Sforce-Limit-Info: api-usage=18/5000"#,
+            "api-usage[l=5000 r=4982 w=86400s]",
+        ),
+        reads(
+            r#"Sforce-Limit-Info: api-usage=10018/100000; api-bursts=1/750"#,
+            "api-usage[l=100000 r=89982 w=86400s]; api-bursts![l=750 r=749]",
+        ),
+        // Azure's spelling is both the token meter's reset and the wait (see `openai.rs`).
+        reads(
+            r#"HTTP 429 || x-rate-limit-reset-tokens: 55"#,
+            "retry=55s; tokens[t=55s u=tokens]",
         ),
     ]
 }
