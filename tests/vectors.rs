@@ -165,7 +165,11 @@ fn cases() -> Vec<Case> {
             "x-rate-limit-limit: 900 || x-rate-limit-remaining: 847 || x-rate-limit-reset: 1705420800",
             "_[l=900 r=847 t=5420800s]",
         ),
-        not_read("x-user-limit-24hour-reset: 1700086400"),
+        // X's daily cap: a meter of its own over a day (`src/headers/twitter.rs`).
+        reads(
+            "x-user-limit-24hour-reset: 1700086400",
+            "user-24hour[t=86400s w=86400s]",
+        ),
         // Its reset (2021) has passed: the limit stands, the quota of that window is unknown.
         reads(
             "X-Rate-Limit-Limit: 1200 || X-Rate-Limit-Remaining: 1199 || X-Rate-Limit-Reset: 1609459200",

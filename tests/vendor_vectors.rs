@@ -1,11 +1,11 @@
 //! Every line of `tests/vectors/vendor-headers.txt` (what GitHub, GitLab, Discord, OpenAI,
-//! Anthropic, Shopify, Reddit, Atlassian, Zendesk, Stripe, AWS and Cloudflare send) is a case
-//! here, with what the crate reads from it; `refusal` marks a response that is a rate-limit
-//! refusal though it is not a 429.
+//! Anthropic, Shopify, Reddit, Atlassian, Zendesk, Stripe, AWS, Cloudflare, X, HubSpot,
+//! Salesforce and Azure OpenAI send) is a case here, with what the crate reads from it;
+//! `refusal` marks a response that is a rate-limit refusal though it is not a 429.
 
 mod support;
 
-use support::vectors::{Case, assert_cases_read_as_expected, assert_one_case_a_line, reads};
+use support::vectors::{Case, NOW, assert_cases_read_as_expected, assert_one_case_a_line, reads};
 
 const VECTORS: &str = include_str!("vectors/vendor-headers.txt");
 
@@ -114,15 +114,66 @@ fn cases() -> Vec<Case> {
             r#"Ratelimit-Policy: "burst";q=100;w=60 || Ratelimit: "burst";r=50;t=30"#,
             "burst[l=100 r=50 t=30s w=60s]",
         ),
+        // The endpoint's window is not written, so its meter is given none: it is 15 minutes
+        // for most endpoints, not all.
+        reads(
+            r#"x-rate-limit-limit: 15 || x-rate-limit-remaining: 14 || x-rate-limit-reset: 1700000900 || x-user-limit-24hour-limit: 1000 || x-user-limit-24hour-remaining: 999 || x-user-limit-24hour-reset: 1700086400 || x-app-limit-24hour-limit: 5000 || x-app-limit-24hour-remaining: 4999 || x-app-limit-24hour-reset: 1700086400"#,
+            "_![l=15 r=14 t=900s]; user-24hour[l=1000 r=999 t=86400s w=86400s]; app-24hour[l=5000 r=4999 t=86400s w=86400s]",
+        ),
+        // The spent cap's reset is the instructed wait (`tests/vendors.rs` shows the layer
+        // failing fast on it).
+        reads(
+            r#"HTTP 429 || x-rate-limit-remaining: 14 || x-user-limit-24hour-remaining: 0 || x-user-limit-24hour-reset: 1700086400"#,
+            "_[r=14]; user-24hour![r=0 t=86400s w=86400s]",
+        ),
+        // Received 5 s after its `Date`: the reset is read against that `Date`, 60 s, not
+        // against the receipt, 55 s, as it would be were the `Date` no date.
+        reads(r#"Date: Tue, 14 Nov 2023 22:13:20 UTC"#, "_[t=60s]")
+            .with("X-RateLimit-Reset: 1700000060")
+            .received_at(NOW + 5),
+        reads(
+            r#"X-HubSpot-RateLimit-Max: 100 || X-HubSpot-RateLimit-Remaining: 97 || X-HubSpot-RateLimit-Interval-Milliseconds: 10000 || X-HubSpot-RateLimit-Secondly: 10 || X-HubSpot-RateLimit-Secondly-Remaining: 9 || X-HubSpot-RateLimit-Daily: 250000 || X-HubSpot-RateLimit-Daily-Remaining: 249958"#,
+            "burst[l=100 r=97 w=10s]; secondly![l=10 r=9 w=1s]; daily[l=250000 r=249958 w=86400s]",
+        ),
+        // A spent window comes back within one window: that is its reset (see `hubspot.rs`).
+        reads(
+            r#"HTTP 429 || X-HubSpot-RateLimit-Max: 100 || X-HubSpot-RateLimit-Remaining: 0 || X-HubSpot-RateLimit-Interval-Milliseconds: 10000"#,
+            "burst[l=100 r=0 t=10s w=10s]",
+        ),
+        reads(
+            r#"Sforce-Limit-Info: api-usage=18/5000"#,
+            "api-usage[l=5000 r=4982 w=86400s]",
+        ),
+        reads(
+            r#"Sforce-Limit-Info: api-usage=10018/100000; api-bursts=1/750"#,
+            "api-usage[l=100000 r=89982 w=86400s]; api-bursts![l=750 r=749]",
+        ),
+        // Azure's spelling is both the token meter's reset and the wait (see `openai.rs`).
+        reads(
+            r#"HTTP 429 || x-rate-limit-reset-tokens: 55"#,
+            "retry=55s; tokens[t=55s u=tokens]",
+        ),
     ]
 }
 
-/// Zendesk joins the account meter split over three families; a Shopify bucket in the same
-/// response is not taken for its counts, nor is a reset read with counts of its own taken for
-/// the lone `ratelimit-reset`.
+/// Zendesk joins the account meter split over three families, whether the IETF fields carry
+/// only its reset or its counts as well; a Shopify bucket in the same response is not taken
+/// for its counts, nor is a reset read with other counts taken for the account's.
 #[test]
 fn zendesk_joins_only_its_own_account_meter() {
     let cases = [
+        reads(
+            "X-Rate-Limit: 700 || X-Rate-Limit-Remaining: 699 || ratelimit-limit: 700 || ratelimit-remaining: 699 || ratelimit-reset: 41",
+            "_[l=700 r=699 t=41s]",
+        ),
+        reads(
+            "X-Rate-Limit: 700 || X-Rate-Limit-Remaining: 699 || ratelimit-remaining: 699 || ratelimit-reset: 41",
+            "_[l=700 r=699 t=41s]",
+        ),
+        reads(
+            "X-Rate-Limit: 700 || X-Rate-Limit-Remaining: 699 || ratelimit-limit: 400 || ratelimit-remaining: 699 || ratelimit-reset: 41",
+            "_![l=400 r=699 t=41s]; _[l=700 r=699]",
+        ),
         reads(
             "X-Rate-Limit: 700 || ratelimit-reset: 41 || X-Shopify-Shop-Api-Call-Limit: 39/40",
             "_[t=41s]; _[l=700]; _![l=40 r=1]",
@@ -199,6 +250,141 @@ fn zendesk_merges_the_lines_of_one_endpoint_and_skips_the_empty() {
         ),
         reads(
             "zendesk-ratelimit-: total=10; remaining=3 || zendesk-ratelimit-a: limit=5; left=2",
+            "",
+        ),
+    ];
+    assert_cases_read_as_expected(&cases);
+}
+
+/// X's caps: each a meter over a day, its reset an epoch instant or a countdown; duplicates give
+/// the most restrictive figure, a reset already past leaves the quota unknown, and a figure
+/// that is empty, negative, overflowing, not ASCII digits or garbage is nothing.
+#[test]
+fn x_caps_read_each_figure_or_nothing() {
+    let cases = [
+        reads(
+            "x-app-limit-24hour-remaining: 12 || x-app-limit-24hour-reset: 3600",
+            "app-24hour[r=12 t=3600s w=86400s]",
+        ),
+        reads(
+            "x-user-limit-24hour-remaining: 5 || x-user-limit-24hour-remaining: 3 || x-user-limit-24hour-reset: 1700000100, 1700000200",
+            "user-24hour[r=3 t=200s w=86400s]",
+        ),
+        reads(
+            "x-user-limit-24hour-limit: 1000 || x-user-limit-24hour-remaining: 0 || x-user-limit-24hour-reset: 1699999000",
+            "user-24hour[l=1000 w=86400s]",
+        ),
+        reads(
+            "x-user-limit-24hour-limit:  || x-user-limit-24hour-remaining: -1 || x-user-limit-24hour-reset: soon || x-app-limit-24hour-remaining: 4abc",
+            "",
+        ),
+        reads(
+            "x-user-limit-24hour-remaining: 18446744073709551616 || x-app-limit-24hour-limit: ５ || x-app-limit-24hour-reset: -60",
+            "",
+        ),
+    ];
+    assert_cases_read_as_expected(&cases);
+}
+
+/// HubSpot's meters: a spent one resets within its window (the burst interval, a second, a
+/// day), aged by `Age`; one with quota left, or without a known window, is given no reset.
+/// Duplicates give the lowest counts and the longest interval; an interval that is zero,
+/// negative, overflowing or garbage is no window, and a count of that kind is nothing.
+#[test]
+fn hubspot_meters_read_each_figure_or_nothing() {
+    let cases = [
+        reads(
+            "X-HubSpot-RateLimit-Secondly: 10 || X-HubSpot-RateLimit-Secondly-Remaining: 0",
+            "secondly[l=10 r=0 t=1s w=1s]",
+        ),
+        reads(
+            "X-HubSpot-RateLimit-Daily-Remaining: 0",
+            "daily[r=0 t=86400s w=86400s]",
+        ),
+        reads(
+            "X-HubSpot-RateLimit-Max: 100 || X-HubSpot-RateLimit-Remaining: 0",
+            "burst[l=100 r=0]",
+        ),
+        reads(
+            "X-HubSpot-RateLimit-Remaining: 0 || X-HubSpot-RateLimit-Interval-Milliseconds: 10000",
+            "burst[r=0 t=7s w=10s]",
+        )
+        .with("Age: 3"),
+        reads(
+            "X-HubSpot-RateLimit-Remaining: 5 || X-HubSpot-RateLimit-Remaining: 3 || X-HubSpot-RateLimit-Interval-Milliseconds: 10000, 20000",
+            "burst[r=3 w=20s]",
+        ),
+        reads(
+            "X-HubSpot-RateLimit-Remaining: 7 || X-HubSpot-RateLimit-Interval-Milliseconds: 0, -10000, 99999999999999999999, 10s, 10000.5",
+            "burst[r=7]",
+        ),
+        reads("X-HubSpot-RateLimit-Interval-Milliseconds: 10000", ""),
+        reads(
+            "X-HubSpot-RateLimit-Max:  || X-HubSpot-RateLimit-Remaining: -1 || X-HubSpot-RateLimit-Daily: ２５０ || X-HubSpot-RateLimit-Secondly-Remaining: 18446744073709551616",
+            "",
+        ),
+    ];
+    assert_cases_read_as_expected(&cases);
+}
+
+/// Salesforce's members: what is left is the limit less what is used (nothing past the
+/// limit), lines of one member merge, only `api-usage` is known to be daily, and a member
+/// that is not `key=used/limit` with a short token for its key is skipped.
+#[test]
+fn salesforce_members_are_meters_or_nothing() {
+    let cases = [
+        reads(
+            "Sforce-Limit-Info: api-usage=5001/5000",
+            "api-usage[l=5000 r=0 w=86400s]",
+        ),
+        reads(
+            "Sforce-Limit-Info: api-usage=18/5000 || Sforce-Limit-Info: api-usage=20/5000",
+            "api-usage[l=5000 r=4980 w=86400s]",
+        ),
+        reads(
+            "Sforce-Limit-Info: api-usage = 18 / 5000 ,api-bursts=1/750",
+            "api-usage[l=5000 r=4982 w=86400s]; api-bursts![l=750 r=749]",
+        ),
+        reads(
+            "Sforce-Limit-Info: per-app-api-usage=17/250(appName=sample-connected-app); api-usage=25/5000",
+            "api-usage[l=5000 r=4975 w=86400s]",
+        ),
+        reads(
+            "Sforce-Limit-Info: api-usage=18; api-usage=/5000; api-usage=-1/5000; api-usage=18/18446744073709551616; =1/2; api usage=1/2; api-usage",
+            "",
+        ),
+        reads("Sforce-Limit-Info: api-usage=１８/5000", ""),
+        reads("Sforce-Limit-Info: ", ""),
+    ];
+    assert_cases_read_as_expected(&cases);
+}
+
+/// Azure's spelling of the token reset is OpenAI's: one token meter with the later of the
+/// resets, and the wait, the longer beside a `Retry-After`, aged by `Age`; zero is a quota
+/// already whole and no wait, and a value that is negative, garbage or not ASCII is nothing.
+#[test]
+fn azure_spells_the_token_reset_its_own_way() {
+    let cases = [
+        reads(
+            "HTTP 429 || x-rate-limit-reset-tokens: 55 || retry-after: 20",
+            "retry=55s; tokens[t=55s u=tokens]",
+        ),
+        reads(
+            "x-ratelimit-remaining-tokens: 0 || x-ratelimit-reset-tokens: 30s || x-rate-limit-reset-tokens: 55",
+            "retry=55s; tokens[r=0 t=55s u=tokens]",
+        ),
+        reads(
+            "x-rate-limit-reset-tokens: 55 || x-rate-limit-reset-tokens: 1m0s",
+            "retry=60s; tokens[t=60s u=tokens]",
+        ),
+        reads(
+            "x-rate-limit-reset-tokens: 55",
+            "retry=45s; tokens[t=45s u=tokens]",
+        )
+        .with("Age: 10"),
+        reads("x-rate-limit-reset-tokens: 0", ""),
+        reads(
+            "x-rate-limit-reset-tokens: -5 || x-rate-limit-reset-tokens: soon || x-rate-limit-reset-tokens:  || x-rate-limit-reset-tokens: ５５",
             "",
         ),
     ];

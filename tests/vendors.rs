@@ -174,8 +174,11 @@ async fn a_403_is_a_refusal_where_one_line_says_so() {
     let now = now_seconds();
     let server = TestServer::start(move |_, _, nth| {
         let status = if nth == 0 { 403 } else { 200 };
+        // The retry comes after the reset, and so does the server's clock: a `Date` left
+        // behind it would be read as another clock's, against which the reset is not past.
+        let server_now = if nth == 0 { now } else { now + 2 };
         let headers = vec![
-            header("date", date(now)),
+            header("date", date(server_now)),
             header("x-ratelimit-remaining", 0),
             header("x-ratelimit-reset", now + 2),
         ];
@@ -486,7 +489,8 @@ async fn anthropic_an_rfc3339_reset_is_read_against_date() {
 
 /// The vendors whose limits are meters: a spent one holds the next call until its reset,
 /// read in each vendor's own fields (GitLab's epoch, Zendesk's named meter, Atlassian's Beta-
-/// pair, Shopify's full bucket with the wait its 429 gives, AWS's milliseconds).
+/// pair, Shopify's full bucket with the wait its 429 gives, AWS's milliseconds, HubSpot's
+/// burst window at zero with no reset, Azure's token reset with no `Retry-After`).
 #[tokio::test(start_paused = true)]
 async fn every_vendors_spent_limit_holds_the_next_call_until_its_reset() {
     let now = now_seconds();
@@ -536,6 +540,22 @@ async fn every_vendors_spent_limit_holds_the_next_call_until_its_reset() {
             vec![header("x-amz-retry-after", 1_500)],
             Duration::from_millis(1_500),
         ),
+        (
+            "hubspot",
+            429,
+            vec![
+                header("x-hubspot-ratelimit-max", 100),
+                header("x-hubspot-ratelimit-remaining", 0),
+                header("x-hubspot-ratelimit-interval-milliseconds", 2_000),
+            ],
+            2 * SECOND,
+        ),
+        (
+            "azure",
+            429,
+            vec![header("x-rate-limit-reset-tokens", 3)],
+            3 * SECOND,
+        ),
     ];
     for (vendor, status, headers, wait) in styles {
         let first = (status, headers);
@@ -566,6 +586,65 @@ async fn every_vendors_spent_limit_holds_the_next_call_until_its_reset() {
         assert!(waited >= wait, "{vendor}: {waited:?}, not before {wait:?}");
         assert!(waited < wait + 2 * SECOND, "{vendor}: {waited:?}");
     }
+}
+
+/// X: a 429 whose daily user cap is spent while the endpoint's meter has room names the cap's
+/// reset, a day away, as its wait: far beyond the cap, so the call gets the 429 at once, with
+/// no guessed retry.
+#[tokio::test(start_paused = true)]
+async fn x_a_spent_daily_cap_is_the_wait_and_no_guess_is_retried() {
+    let now = now_seconds();
+    let server = TestServer::start(move |_, _, _| {
+        let headers = vec![
+            header("date", date(now)),
+            header("x-rate-limit-limit", 15),
+            header("x-rate-limit-remaining", 14),
+            header("x-rate-limit-reset", now + 900),
+            header("x-user-limit-24hour-remaining", 0),
+            header("x-user-limit-24hour-reset", now + 86_400),
+        ];
+        (429, headers)
+    })
+    .await;
+    let mut client = stack(RateLimitLayer::new());
+    let start = Instant::now();
+    let response = send(&mut client, Method::POST, server.url("/2/tweets"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(Instant::now() - start < SECOND, "no wait");
+    assert_eq!(server.count("POST", "/2/tweets"), 1, "no guessed retry");
+    let info = response.extensions().get::<RateLimitInfo>().unwrap();
+    assert_eq!(
+        info.instructed_wait(),
+        Some(86_400 * SECOND),
+        "the daily reset, not a guess"
+    );
+}
+
+/// Azure: its token reset on a response that is no refusal is a meter's reset and an
+/// instruction that closes nothing: the next call goes at once.
+#[tokio::test(start_paused = true)]
+async fn azure_a_token_reset_on_an_accepted_response_holds_no_call() {
+    let server = TestServer::start(move |_, _, _| {
+        let headers = vec![
+            header("x-ratelimit-remaining-tokens", 90_000),
+            header("x-rate-limit-reset-tokens", 30),
+        ];
+        (200, headers)
+    })
+    .await;
+    let mut client = stack(RateLimitLayer::new());
+    let start = Instant::now();
+    for _ in 0..2 {
+        let response = send(&mut client, Method::POST, server.url("/openai/deployments"))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+    let arrivals = server.arrivals("POST", "/openai/deployments");
+    assert_eq!(arrivals.len(), 2);
+    assert!(arrivals[1] - start < SECOND, "{:?}", arrivals[1] - start);
 }
 
 /// Stripe: a refusal for too many requests in flight backs off alone: it closes nothing for

@@ -42,7 +42,8 @@ const X_RATELIMIT: &[&str] = &[
     "x-rate-limit-reset",
     "x-rate-limit-used",
 ];
-/// OpenAI's Go-duration resets, and `Retry-After`, which may be a Go duration too.
+/// OpenAI's Go-duration resets (and Azure's spelling of the token reset), and `Retry-After`,
+/// which may be a Go duration too.
 const DURATIONS: &[&str] = &[
     "x-ratelimit-limit-requests",
     "x-ratelimit-remaining-requests",
@@ -50,18 +51,26 @@ const DURATIONS: &[&str] = &[
     "x-ratelimit-limit-tokens",
     "x-ratelimit-remaining-tokens",
     "x-ratelimit-reset-tokens",
+    "x-rate-limit-reset-tokens",
     "retry-after",
     "retry-after-ms",
 ];
-/// Anthropic's RFC 3339 resets, and `X-RateLimit-Reset`, which may be an ISO 8601 instant.
+/// Anthropic's RFC 3339 resets, `X-RateLimit-Reset`, which may be an ISO 8601 instant, and X's
+/// daily caps, whose resets are epoch instants.
 const INSTANTS: &[&str] = &[
     "anthropic-ratelimit-*",
     "x-ratelimit-limit",
     "x-ratelimit-remaining",
     "x-ratelimit-reset",
+    "x-user-limit-24hour-limit",
+    "x-user-limit-24hour-remaining",
+    "x-user-limit-24hour-reset",
+    "x-app-limit-24hour-limit",
+    "x-app-limit-24hour-remaining",
+    "x-app-limit-24hour-reset",
 ];
-/// Shopify's `used/limit`, Zendesk's `key=value;` lists and the account meter Zendesk splits
-/// over three families.
+/// Shopify's and Salesforce's `used/limit`, Zendesk's `key=value;` lists and the account meter
+/// Zendesk splits over three families, and HubSpot's counts without resets.
 const COUNTS: &[&str] = &[
     "x-shopify-shop-api-call-limit",
     "zendesk-ratelimit-*",
@@ -69,8 +78,12 @@ const COUNTS: &[&str] = &[
     "x-rate-limit-limit",
     "x-rate-limit-remaining",
     "x-rate-limit-reset",
+    "ratelimit-limit",
+    "ratelimit-remaining",
     "ratelimit-reset",
     "retry-after",
+    "x-hubspot-ratelimit-*",
+    "sforce-limit-info",
 ];
 
 /// `Retry-After` and `retry-after-ms`. Beyond the invariants: a lone `Retry-After` of plain
@@ -108,86 +121,141 @@ pub fn x_ratelimit(data: &[u8]) {
 }
 
 /// OpenAI's meters and `Retry-After`, where resets and waits are Go durations. Beyond the
-/// invariants: a lone `x-ratelimit-reset-tokens` written in whole units (`90s`, `6m0s`,
-/// `1h2m3s`) is the tokens meter's reset, to the second (nothing for zero; no `Age` to take
-/// off), and so is a lone `Retry-After` in that form the wait.
+/// invariants: a lone token reset in either spelling (`x-ratelimit-reset-tokens`, Azure's
+/// `x-rate-limit-reset-tokens`) written in whole units (`90s`, `6m0s`, `1h2m3s`) is the tokens
+/// meter's reset, to the second (nothing for zero; no `Age` to take off); Azure's is the wait
+/// as well, and so is a lone `Retry-After` in that form.
 pub fn vendor_durations(data: &[u8]) {
     let headers = decode(data, Some(DURATIONS));
     let info = read(&headers);
-    if let Some(seconds) = lone(&headers, "x-ratelimit-reset-tokens").and_then(go_seconds) {
-        if !headers.contains_key("age") {
-            let tokens = info
-                .meters()
-                .iter()
-                .find(|meter| meter.name() == Some("tokens"));
-            assert_eq!(
-                tokens.and_then(|meter| meter.reset_in()),
-                countdown(seconds)
-            );
+    let spellings = ["x-ratelimit-reset-tokens", "x-rate-limit-reset-tokens"];
+    for (spelling, other) in [(spellings[0], spellings[1]), (spellings[1], spellings[0])] {
+        let Some(seconds) = lone(&headers, spelling).and_then(go_seconds) else {
+            continue;
+        };
+        if headers.contains_key("age") || headers.contains_key(other) {
+            continue;
+        }
+        let tokens = info
+            .meters()
+            .iter()
+            .find(|meter| meter.name() == Some("tokens"));
+        assert_eq!(
+            tokens.and_then(|meter| meter.reset_in()),
+            countdown(seconds)
+        );
+        let waits = ["retry-after", "retry-after-ms"];
+        if spelling == spellings[1] && !waits.iter().any(|wait| headers.contains_key(*wait)) {
+            assert_eq!(info.retry_after(), countdown(seconds));
         }
     }
     if let Some(seconds) = lone(&headers, "retry-after").and_then(go_seconds) {
-        if !headers.contains_key("retry-after-ms") {
+        if !headers.contains_key("retry-after-ms") && !headers.contains_key(spellings[1]) {
             assert_eq!(info.retry_after(), countdown(seconds));
         }
     }
 }
 
-/// Anthropic's meters and `X-RateLimit-Reset`, where resets are RFC 3339 / ISO 8601 instants.
-/// Beyond the invariants: a lone `anthropic-ratelimit-requests-reset` of the form
-/// `YYYY-MM-DDTHH:MM:SSZ` resets the requests meter exactly that long after the `Date` (the
-/// receipt without one), and a reset at or before it leaves no reset.
+/// Anthropic's meters, `X-RateLimit-Reset` and X's daily caps, where resets are instants (RFC
+/// 3339 / ISO 8601, epoch seconds). Beyond the invariants: a lone
+/// `anthropic-ratelimit-requests-reset` of the form `YYYY-MM-DDTHH:MM:SSZ` resets the requests
+/// meter exactly that long after the `Date` (the receipt without one), and so does a lone
+/// `x-user-limit-24hour-reset` of ten digits the user's daily cap; a reset at or before it
+/// leaves no reset.
 pub fn vendor_instants(data: &[u8]) {
     let headers = decode(data, Some(INSTANTS));
     let info = read(&headers);
-    let Some(at) = lone(&headers, "anthropic-ratelimit-requests-reset").and_then(utc_seconds)
-    else {
+    let Some(server_now) = server_now(&headers) else {
         return;
     };
+    let anthropic = lone(&headers, "anthropic-ratelimit-requests-reset").and_then(utc_seconds);
+    if let Some(at) = anthropic {
+        let expected = countdown(at.saturating_sub(u128::from(server_now)));
+        match info
+            .meters()
+            .iter()
+            .find(|meter| meter.name() == Some("requests"))
+        {
+            Some(requests) => assert_eq!(requests.reset_in(), expected),
+            // Only the cap on meters per response keeps a reset out.
+            None => assert!(expected.is_none() || info.meters().len() >= 8),
+        }
+    }
+    let x = lone(&headers, "x-user-limit-24hour-reset").and_then(epoch_seconds);
+    if let Some(at) = x {
+        let expected = countdown(at.saturating_sub(u128::from(server_now)));
+        let user = info
+            .meters()
+            .iter()
+            .find(|meter| meter.name() == Some("user-24hour"));
+        assert_eq!(user.and_then(|meter| meter.reset_in()), expected);
+    }
+}
+
+/// What the server's clock read at receipt, in seconds since the epoch, where the block says it
+/// plainly: its one `Date` in IMF-fixdate with no `Age`, or the receipt without a `Date`.
+fn server_now(headers: &HeaderMap) -> Option<u64> {
     let mut dates = headers.get_all("date").iter();
-    let server_now = match (dates.next(), dates.next()) {
-        (None, _) => RECEIVED,
+    match (dates.next(), dates.next()) {
+        (None, _) => Some(RECEIVED),
         (Some(date), None) if !headers.contains_key("age") => {
             // IMF-fixdate only (`Tue, 14 Nov 2023 22:13:20 GMT`): the obsolete forms leave
             // the century of a two-digit year to each parser.
             let date = date.to_str().ok().map(str::trim_ascii).filter(|date| {
                 date.len() == 29 && date.as_bytes()[3] == b',' && date.ends_with(" GMT")
-            });
-            let Some(date) = date.and_then(|date| httpdate::parse_http_date(date).ok()) else {
-                return;
-            };
-            date.duration_since(UNIX_EPOCH).unwrap().as_secs()
+            })?;
+            let date = httpdate::parse_http_date(date).ok()?;
+            Some(date.duration_since(UNIX_EPOCH).unwrap().as_secs())
         }
-        _ => return,
-    };
-    let expected = countdown(at.saturating_sub(u128::from(server_now)));
-    match info
-        .meters()
-        .iter()
-        .find(|meter| meter.name() == Some("requests"))
-    {
-        Some(requests) => assert_eq!(requests.reset_in(), expected),
-        // Only the cap on meters per response keeps a reset out.
-        None => assert!(expected.is_none() || info.meters().len() >= 8),
+        _ => None,
     }
 }
 
-/// Shopify's bucket, Zendesk's meters and the account meter. Beyond the invariants: a lone
-/// Shopify `used/limit` with used at most the limit is a meter of that limit with the
-/// difference left (without `X-Rate-Limit`, whose split meter Zendesk's reader joins).
+/// Shopify's bucket, Zendesk's meters and the account meter, HubSpot's and Salesforce's
+/// meters. Beyond the invariants: a lone Shopify `used/limit` with used at most the limit is a
+/// meter of that limit with the difference left (without `X-Rate-Limit`, whose split meter
+/// Zendesk's reader joins); so is a lone `Sforce-Limit-Info: api-usage=used/limit`, over a day;
+/// and a HubSpot meter is given a reset only where it says nothing is left.
 pub fn vendor_counts(data: &[u8]) {
     let headers = decode(data, Some(COUNTS));
     let info = read(&headers);
-    let Some((used, limit)) = lone(&headers, "x-shopify-shop-api-call-limit").and_then(used_of)
-    else {
+    let shopify = lone(&headers, "x-shopify-shop-api-call-limit").and_then(used_of);
+    if let Some((used, limit)) = shopify {
+        if used <= limit && !headers.contains_key("x-rate-limit") {
+            let bucket = info.meters().iter().find(|meter| {
+                meter.limit() == Some(limit) && meter.remaining() == Some(limit - used)
+            });
+            assert!(bucket.is_some(), "{used}/{limit}: {:?}", info.meters());
+        }
+    }
+    // A Zendesk endpoint may be called anything, a HubSpot or Salesforce meter's name too.
+    if headers
+        .keys()
+        .any(|name| name.as_str().starts_with("zendesk-ratelimit-"))
+    {
         return;
-    };
-    if used <= limit && !headers.contains_key("x-rate-limit") {
-        let bucket = info
+    }
+    let salesforce = lone(&headers, "sforce-limit-info")
+        .and_then(|line| line.strip_prefix(b"api-usage="))
+        .and_then(used_of);
+    if let Some((used, limit)) = salesforce {
+        let usage = info
             .meters()
             .iter()
-            .find(|meter| meter.limit() == Some(limit) && meter.remaining() == Some(limit - used));
-        assert!(bucket.is_some(), "{used}/{limit}: {:?}", info.meters());
+            .find(|meter| meter.name() == Some("api-usage"))
+            .expect("the api-usage meter");
+        assert_eq!(usage.limit(), Some(limit));
+        assert_eq!(usage.remaining(), Some(limit.saturating_sub(used)));
+        assert_eq!(usage.window(), Some(Duration::from_secs(86_400)));
+    }
+    for hubspot in ["burst", "secondly", "daily"] {
+        let meter = info
+            .meters()
+            .iter()
+            .find(|meter| meter.name() == Some(hubspot));
+        if let Some(meter) = meter.filter(|meter| meter.reset_in().is_some()) {
+            assert!(meter.is_exhausted(), "{meter:?}");
+        }
     }
 }
 
@@ -308,6 +376,15 @@ fn utc_seconds(text: &[u8]) -> Option<u128> {
     let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
     let days = era * 146_097 + day_of_era - 719_468;
     Some(days * 86_400 + hour * 3_600 + minute * 60 + second)
+}
+
+/// Ten digits, as an epoch second since 2001 is written, in seconds since the epoch.
+fn epoch_seconds(text: &[u8]) -> Option<u128> {
+    let digits = text.len() == 10 && text.iter().all(u8::is_ascii_digit) && text[0] != b'0';
+    digits.then(|| {
+        text.iter()
+            .fold(0u128, |sum, digit| sum * 10 + u128::from(digit - b'0'))
+    })
 }
 
 /// `used/limit`, both plain digits that fit a `u64`.

@@ -2,8 +2,6 @@
 //! (`requests`, `tokens`, `input-tokens`, `output-tokens`, and any the API adds), each reset an
 //! RFC 3339 instant read against the response's `Date` (an epoch number is read as one too).
 
-use std::borrow::Cow;
-
 use super::clock::{Reset, ResponseClock};
 use super::field::{ANTHROPIC_PREFIX, Fields, Name};
 use super::instant::parse_instant;
@@ -12,9 +10,6 @@ use super::number::{parse_count_with_fraction, parse_decimal};
 use super::reader::Found;
 
 pub(super) const NAMES: &[Name] = &[Name::AnthropicRateLimit];
-
-/// A response names a handful of meters; a hostile one naming more gets these many.
-const MOST_METERS: usize = 8;
 
 pub(super) fn read<'a>(fields: &Fields<'a>, clock: &ResponseClock, found: &mut Found<'a>) {
     let first = found.readings.len();
@@ -32,20 +27,11 @@ pub(super) fn read<'a>(fields: &Fields<'a>, clock: &ResponseClock, found: &mut F
         if reading == Reading::default() {
             continue;
         }
-        let known = found.readings[first..]
-            .iter()
-            .position(|known| known.name.as_deref() == Some(meter));
-        match known {
-            Some(at) => found.readings[first + at].merge(reading),
-            None if found.readings.len() - first < MOST_METERS => {
-                found.readings.push(Reading {
-                    name: Some(Cow::Borrowed(meter)),
-                    unit: unit(meter),
-                    ..reading
-                });
-            }
-            None => {}
-        }
+        let reading = Reading {
+            unit: unit(meter),
+            ..reading
+        };
+        found.add_named(first, meter, reading);
     }
 }
 

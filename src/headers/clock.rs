@@ -9,6 +9,12 @@
 //! - an instant (an epoch timestamp, an HTTP-date). It is measured against the server's own
 //!   clock, `Date` plus `Age`, never the client's, so a client clock that is off does not move
 //!   it. Only without a `Date` does the local clock stand in.
+//!
+//! Earlier responses on the same key bound the server's clock more tightly than one `Date`
+//! (see `gate::time::ServerClock`), but that bound assumes one server clock; a response whose
+//! `Date` lags it (another backend behind the same host, a cache without `Age`) has a clock of
+//! its own. So an instruction (`Retry-After`'s date) is read against its own response's `Date`
+//! alone, and a meter's reset is tightened by the bound only within `Date`'s resolution.
 
 use std::cell::Cell;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -23,6 +29,9 @@ use super::number::{Decimal, LONGEST, parse_decimal};
 const EPOCH_SECONDS_FROM: u64 = 1_000_000_000;
 /// From this value on (13 digits), an epoch instant is in milliseconds.
 const EPOCH_MILLIS_FROM: u64 = 1_000_000_000_000;
+/// A `Date` names whole seconds: when the server wrote it, its clock read at most this much
+/// past it.
+const DATE_RESOLUTION: Duration = Duration::from_secs(1);
 
 /// When a rate-limit window resets, as the header wrote it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,7 +108,8 @@ impl ResponseClock {
 
     /// This clock, knowing that the server's clock read at least `floor` at receipt: a
     /// `Date` has a resolution of a second, and earlier responses on the same server bound
-    /// its clock more tightly (see `gate::time::ServerClock`).
+    /// its clock more tightly (see `gate::time::ServerClock`). Only a meter's reset is read
+    /// against it, and only within that second (see [`until`](Self::until)).
     pub(crate) fn with_floor(self, floor: Option<SystemTime>) -> Self {
         ResponseClock { floor, ..self }
     }
@@ -109,20 +119,59 @@ impl ResponseClock {
         self.date?.checked_add(self.age)
     }
 
-    /// How long after receipt the server's clock reaches `at`: zero if it already has. An
-    /// instant is read against the server's clock (`Date` plus `Age`, and what earlier
-    /// responses said of it), never against the client's alone; without a `Date`, the time of
-    /// receipt stands in.
+    /// How long after receipt the server's clock reaches `at`, a meter's reset (an epoch
+    /// timestamp, an RFC 3339 instant): zero if it already has. It is read against the
+    /// server's clock, never the client's alone: `Date` plus `Age`, and, where earlier
+    /// responses on the same key bound that clock later, their bound, but never more than
+    /// `Date`'s resolution (a second) past `Date` plus `Age`: a bound further ahead is another
+    /// server's clock, and read against it the reset would come early. Without a `Date`, the
+    /// time of receipt stands in.
+    ///
+    /// For the end of an instruction, use
+    /// [`instructed_wait_until`](Self::instructed_wait_until).
     pub fn until(&self, at: SystemTime) -> Duration {
-        let server_now = match self.date {
-            Some(_) => self
-                .server_date()
-                .map(|date| self.floor.map_or(date, |floor| floor.max(date))),
-            None => Some(self.received),
+        let own = self.own_clock();
+        let server_now = match (self.date, self.floor) {
+            (Some(_), Some(floor)) => own.map(|own| {
+                let latest = own.checked_add(DATE_RESOLUTION).unwrap_or(own);
+                floor.clamp(own, latest)
+            }),
+            _ => own,
         };
-        server_now
-            .and_then(|now| at.duration_since(now).ok())
-            .map_or(Duration::ZERO, |left| left.min(LONGEST))
+        time_left(server_now, at)
+    }
+
+    /// How long after receipt the server asked the client to wait when it named the end of
+    /// the wait as an instant (`Retry-After`'s HTTP-date): zero if it has passed. It is read
+    /// against this response's own clock, `Date` plus `Age` (without a `Date`, the time of
+    /// receipt), never against what earlier responses said of the server's clock: an
+    /// instruction is never read shorter than its own response says.
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use tower_retry_after::{Found, ResponseClock};
+    ///
+    /// // An API that names the end of a refusal as `x-retry-at: <epoch seconds>`.
+    /// fn retry_at(headers: &http::HeaderMap, clock: &ResponseClock, found: &mut Found<'_>) {
+    ///     let seconds = headers.get("x-retry-at").and_then(|value| value.to_str().ok());
+    ///     if let Some(seconds) = seconds.and_then(|text| text.parse().ok()) {
+    ///         let at = UNIX_EPOCH + Duration::from_secs(seconds);
+    ///         found.retry_after(clock.instructed_wait_until(at));
+    ///     }
+    /// }
+    /// # let _ = retry_at;
+    /// ```
+    pub fn instructed_wait_until(&self, at: SystemTime) -> Duration {
+        time_left(self.own_clock(), at)
+    }
+
+    /// The server's clock at receipt as this response alone says: `Date` plus `Age`, or the
+    /// time of receipt without a `Date`; `None` where `Date` plus `Age` overflows.
+    fn own_clock(&self) -> Option<SystemTime> {
+        match self.date {
+            Some(_) => self.server_date(),
+            None => Some(self.received),
+        }
     }
 
     /// What is left at receipt of a countdown the server started when it wrote the response:
@@ -152,6 +201,13 @@ impl ResponseClock {
     }
 }
 
+/// How long after `now` the instant `at` comes: zero if it has come, or if `now` is `None`
+/// (a `Date` plus `Age` beyond what `SystemTime` holds, which every instant precedes).
+fn time_left(now: Option<SystemTime>, at: SystemTime) -> Duration {
+    now.and_then(|now| at.duration_since(now).ok())
+        .map_or(Duration::ZERO, |left| left.min(LONGEST))
+}
+
 /// A `Date` line as [`parse_http_date`] reads it, remembering the last 29-byte line this
 /// thread read (an IMF-fixdate is 29 bytes): a server's `Date` changes once a second, and every
 /// response within that second carries the same line. Keyed by the line's exact bytes, the
@@ -174,17 +230,26 @@ fn parse_date(line: &HeaderValue) -> Option<SystemTime> {
     Some(at)
 }
 
-/// An HTTP-date in any of its three forms (RFC 9110 §5.6.7).
+/// An HTTP-date in any of its three forms (RFC 9110 §5.6.7), with `UTC` read as `GMT`.
+///
+/// Some servers (X's API, Okta) write `UTC` where the grammar has `GMT`; RFC 9110 §5.6.7 lets
+/// a recipient read such a date leniently, and it names the same instant. Refused, it would be
+/// no `Date` at all, and every instant would be read against the client's clock instead. No
+/// other zone is read: `PST` or `+0100` would need an offset the grammar has no place for.
 pub(crate) fn parse_http_date(text: &str) -> Option<SystemTime> {
-    imf_fixdate(text).or_else(|| httpdate::parse_http_date(text).ok())
+    imf_fixdate(text).or_else(|| match text.strip_suffix(" UTC") {
+        // An obsolete form with `UTC`: rare enough to pay for the copy.
+        Some(before_zone) => httpdate::parse_http_date(&format!("{before_zone} GMT")).ok(),
+        None => httpdate::parse_http_date(text).ok(),
+    })
 }
 
-/// The form servers send (`Sun, 06 Nov 1994 08:49:37 GMT`), read without `httpdate`'s round
-/// trip through a calendar: `Date` is on every response, so this is a hot path. Anything it
-/// does not recognise falls to `httpdate`, which reads the obsolete forms too.
+/// The form servers send (`Sun, 06 Nov 1994 08:49:37 GMT`, or `UTC`), read without
+/// `httpdate`'s round trip through a calendar: `Date` is on every response, so this is a hot
+/// path. Anything it does not recognise falls to `httpdate`, which reads the obsolete forms too.
 fn imf_fixdate(text: &str) -> Option<SystemTime> {
     let bytes = text.as_bytes();
-    if bytes.len() != 29 || &bytes[3..5] != b", " || &bytes[25..] != b" GMT" {
+    if bytes.len() != 29 || &bytes[3..5] != b", " || !matches!(&bytes[25..], b" GMT" | b" UTC") {
         return None;
     }
     let separators = [(7, b' '), (11, b' '), (16, b' '), (19, b':'), (22, b':')];
@@ -325,6 +390,68 @@ mod tests {
         assert_eq!(cached.until(at(NOW + 60)), Duration::from_secs(30));
     }
 
+    /// A response dated NOW and received at NOW, on a key whose earlier responses bound the
+    /// server's clock `ahead` of that `Date`.
+    fn floored(ahead: Duration) -> ResponseClock {
+        clock(&[("date", "Tue, 14 Nov 2023 22:13:20 GMT")], NOW).with_floor(Some(at(NOW) + ahead))
+    }
+
+    #[test]
+    fn a_floor_within_dates_second_tightens_a_meters_reset_by_all_of_it() {
+        let within = floored(Duration::from_millis(400));
+        assert_eq!(within.until(at(NOW + 60)), Duration::from_millis(59_600));
+    }
+
+    #[test]
+    fn a_floor_beyond_dates_second_tightens_a_meters_reset_by_a_second_only() {
+        let ahead = floored(Duration::from_secs(5));
+        assert_eq!(ahead.until(at(NOW + 60)), Duration::from_secs(59));
+    }
+
+    #[test]
+    fn a_floor_behind_date_leaves_a_meters_reset_to_date() {
+        let behind =
+            clock(&[("date", "Tue, 14 Nov 2023 22:13:20 GMT")], NOW).with_floor(Some(at(NOW - 5)));
+        assert_eq!(behind.until(at(NOW + 60)), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn an_instruction_is_read_against_its_own_date_whatever_the_floor() {
+        for ahead in [Duration::from_millis(400), Duration::from_secs(5)] {
+            let floored = floored(ahead);
+            assert_eq!(
+                floored.instructed_wait_until(at(NOW + 3)),
+                Duration::from_secs(3),
+                "{ahead:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_floors_second_counts_from_date_plus_age() {
+        let cached = clock(
+            &[("date", "Tue, 14 Nov 2023 22:13:20 GMT"), ("age", "10")],
+            NOW,
+        )
+        .with_floor(Some(at(NOW + 15)));
+        assert_eq!(cached.until(at(NOW + 60)), Duration::from_secs(49));
+        assert_eq!(
+            cached.instructed_wait_until(at(NOW + 60)),
+            Duration::from_secs(50)
+        );
+    }
+
+    #[test]
+    fn without_date_the_receipt_stands_in_and_the_floor_is_not_read() {
+        let undated =
+            clock(&[], NOW + 5).with_floor(Some(at(NOW + 5) + Duration::from_millis(500)));
+        assert_eq!(undated.until(at(NOW + 60)), Duration::from_secs(55));
+        assert_eq!(
+            undated.instructed_wait_until(at(NOW + 60)),
+            Duration::from_secs(55)
+        );
+    }
+
     #[test]
     fn passed_instants_are_zero() {
         let fresh = clock(&[("date", "Tue, 14 Nov 2023 22:13:20 GMT")], NOW);
@@ -458,7 +585,7 @@ mod tests {
             "Tue, 29 Feb 2100 22:13:20 GMT",
             "Tue, 14 Nov 2023 24:13:20 GMT",
             "Tue, 14 Nov 1969 22:13:20 GMT",
-            "Tue, 14 Nov 2023 22:13:20 UTC",
+            "Tue, 14 Nov 2023 22:13:20 PST",
             "Tue, 14 nov 2023 22:13:20 GMT",
             "Tue, 14 Nov 2023 22:13:2x GMT",
             "Tue,14 Nov 2023 22:13:20 GMT ",
@@ -474,6 +601,34 @@ mod tests {
             parse_http_date("Tuesday, 14-Nov-23 22:13:20 GMT"),
             Some(at(NOW))
         );
+    }
+
+    #[test]
+    fn a_date_in_utc_is_read_as_in_gmt() {
+        let utc = clock(&[("date", "Tue, 14 Nov 2023 22:13:20 UTC")], NOW + 5);
+        assert_eq!(utc.date, Some(at(NOW)));
+        assert_eq!(
+            imf_fixdate("Tue, 14 Nov 2023 22:13:20 UTC"),
+            Some(at(NOW)),
+            "on the fast path, without a copy"
+        );
+        assert_eq!(utc.until(at(NOW + 60)), Duration::from_secs(60));
+        assert_eq!(
+            parse_http_date("Tuesday, 14-Nov-23 22:13:20 UTC"),
+            Some(at(NOW))
+        );
+    }
+
+    #[test]
+    fn a_date_in_any_other_zone_is_no_date() {
+        for zone in ["PST", "XYZ", "utc", "UT", "Z", "+0000"] {
+            let date = format!("Tue, 14 Nov 2023 22:13:20 {zone}");
+            assert_eq!(parse_http_date(&date), None, "{date}");
+            let rfc850 = format!("Tuesday, 14-Nov-23 22:13:20 {zone}");
+            assert_eq!(parse_http_date(&rfc850), None, "{rfc850}");
+            let line = HeaderValue::from_str(&date).unwrap();
+            assert_eq!(parse_date(&line), None, "{date}");
+        }
     }
 
     #[test]
@@ -509,6 +664,13 @@ mod tests {
             for line in [&first, &second, &second, &first] {
                 prop_assert_eq!(parse_date(line), read_afresh(line));
             }
+        }
+
+        #[test]
+        fn every_http_date_in_utc_reads_as_in_gmt(seconds in 0u64..253_402_300_800) {
+            let gmt = httpdate::fmt_http_date(at(seconds));
+            let utc = gmt.replace(" GMT", " UTC");
+            prop_assert_eq!(parse_http_date(&utc), Some(at(seconds)));
         }
 
         #[test]

@@ -2,8 +2,8 @@
 //! and the members of a comma-separated line.
 //!
 //! One pass over the lines a response carries (a dozen, typically) costs less than looking up
-//! each of the eighteen names the parsers know, most of which a response does not carry; the
-//! map is searched again only for a field with several lines.
+//! each name the parsers know, most of which a response does not carry; the map is searched
+//! again only for a field with several lines.
 
 use std::borrow::Cow;
 
@@ -82,6 +82,21 @@ names! {
     ZendeskRateLimit => ZENDESK_PREFIX,
     StripeRateLimitedReason => "stripe-rate-limited-reason",
     XAmzRetryAfter => "x-amz-retry-after",
+    XRateDashLimitResetTokens => "x-rate-limit-reset-tokens",
+    XUserLimit24HourLimit => "x-user-limit-24hour-limit",
+    XUserLimit24HourRemaining => "x-user-limit-24hour-remaining",
+    XUserLimit24HourReset => "x-user-limit-24hour-reset",
+    XAppLimit24HourLimit => "x-app-limit-24hour-limit",
+    XAppLimit24HourRemaining => "x-app-limit-24hour-remaining",
+    XAppLimit24HourReset => "x-app-limit-24hour-reset",
+    XHubSpotRateLimitMax => "x-hubspot-ratelimit-max",
+    XHubSpotRateLimitRemaining => "x-hubspot-ratelimit-remaining",
+    XHubSpotRateLimitIntervalMilliseconds => "x-hubspot-ratelimit-interval-milliseconds",
+    XHubSpotRateLimitSecondly => "x-hubspot-ratelimit-secondly",
+    XHubSpotRateLimitSecondlyRemaining => "x-hubspot-ratelimit-secondly-remaining",
+    XHubSpotRateLimitDaily => "x-hubspot-ratelimit-daily",
+    XHubSpotRateLimitDailyRemaining => "x-hubspot-ratelimit-daily-remaining",
+    SforceLimitInfo => "sforce-limit-info",
 }
 
 /// Fields read by prefix: a vendor that names one field per meter.
@@ -91,6 +106,9 @@ const PREFIXED: [(&str, Name); 2] = [
 ];
 pub(crate) const ANTHROPIC_PREFIX: &str = "anthropic-ratelimit-";
 pub(crate) const ZENDESK_PREFIX: &str = "zendesk-ratelimit-";
+
+// One bit per name in a `u64`: a name past the 64th needs a wider set.
+const _: () = assert!(NAMES <= 64);
 
 impl Name {
     const fn bit(self) -> u64 {
@@ -476,6 +494,21 @@ mod tests {
             "zendesk-ratelimit-tickets-index",
             "stripe-rate-limited-reason",
             "x-amz-retry-after",
+            "x-rate-limit-reset-tokens",
+            "x-user-limit-24hour-limit",
+            "x-user-limit-24hour-remaining",
+            "x-user-limit-24hour-reset",
+            "x-app-limit-24hour-limit",
+            "x-app-limit-24hour-remaining",
+            "x-app-limit-24hour-reset",
+            "x-hubspot-ratelimit-max",
+            "x-hubspot-ratelimit-remaining",
+            "x-hubspot-ratelimit-interval-milliseconds",
+            "x-hubspot-ratelimit-secondly",
+            "x-hubspot-ratelimit-secondly-remaining",
+            "x-hubspot-ratelimit-daily",
+            "x-hubspot-ratelimit-daily-remaining",
+            "sforce-limit-info",
         ];
         assert_eq!(names.len(), NAMES);
         for (index, name) in names.iter().enumerate() {

@@ -14,6 +14,7 @@ mod duration;
 mod field;
 mod github;
 mod gitlab;
+mod hubspot;
 mod ietf;
 mod instant;
 mod meter;
@@ -21,11 +22,13 @@ mod number;
 mod openai;
 mod reader;
 mod retry_after;
+mod salesforce;
 mod shopify;
 mod stripe;
 mod structured;
 #[cfg(any(test, feature = "__fuzzing"))]
 pub(crate) mod structured_reference;
+mod twitter;
 mod x_ratelimit;
 mod zendesk;
 
@@ -48,7 +51,7 @@ use reader::Signals;
 /// `X-RateLimit-*` readers.
 type Row = (u64, for<'a> fn(&Fields<'a>, &ResponseClock, &mut Found<'a>));
 
-const VENDORS: [Row; 10] = [
+const VENDORS: [Row; 13] = [
     (Name::mask(github::NAMES), github::read),
     (Name::mask(gitlab::NAMES), gitlab::read),
     (Name::mask(discord::NAMES), discord::read),
@@ -61,6 +64,11 @@ const VENDORS: [Row; 10] = [
     (Name::mask(atlassian::NAMES), atlassian::read),
     (Name::mask(stripe::NAMES), stripe::read),
     (Name::mask(aws::NAMES), aws::read),
+    // From here on each row names every meter it adds: none takes what the rows before it
+    // found, so their order is free.
+    (Name::mask(twitter::NAMES), twitter::read),
+    (Name::mask(hubspot::NAMES), hubspot::read),
+    (Name::mask(salesforce::NAMES), salesforce::read),
 ];
 
 /// Every vendor's fields: a response carrying none skips the table.
@@ -82,7 +90,8 @@ const ANY_VENDOR: u64 = {
 /// ambiguous case has one answer:
 ///
 /// - `Retry-After` as delay-seconds, a decimal (`1.5`), or an HTTP-date in any of its three
-///   forms; `retry-after-ms`, preferred when present. Zero, a past date, negative or garbage
+///   forms (here and in `Date`, `UTC` is read as `GMT`); `retry-after-ms`, preferred when
+///   present. Zero, a past date, negative or garbage
 ///   values are no instruction; several values give the largest; overflow saturates at 2^31 s.
 /// - the IETF `RateLimit` drafts 01 to 10 (split fields, the draft 07 dictionary, named policies
 ///   over several field lines), and `X-RateLimit-*` / `X-Rate-Limit-*`.

@@ -116,7 +116,30 @@ impl<'a> Found<'a> {
     pub fn global(&mut self) {
         self.signals.global = true;
     }
+
+    /// Folds `reading` into the meter called `name` among the readings from `first` on (those
+    /// one vendor's reader added), or adds it as a meter of that name while that reader has
+    /// added fewer than [`MOST_NAMED_METERS`].
+    pub(crate) fn add_named(&mut self, first: usize, name: &'a str, reading: Reading<'a>) {
+        let known = self.readings[first..]
+            .iter()
+            .position(|known| known.name.as_deref() == Some(name));
+        match known {
+            Some(at) => self.readings[first + at].merge(reading),
+            None if self.readings.len() - first < MOST_NAMED_METERS => {
+                self.readings.push(Reading {
+                    name: Some(Cow::Borrowed(name)),
+                    ..reading
+                });
+            }
+            None => {}
+        }
+    }
 }
+
+/// A response names a handful of meters in a vendor's own fields; a hostile one naming more
+/// gets these many of each vendor.
+const MOST_NAMED_METERS: usize = 8;
 
 /// The figures of one meter, as a [`ReadHeaders`] found them. Unknown figures stay `None`:
 /// absence is not zero.

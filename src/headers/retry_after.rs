@@ -2,7 +2,10 @@
 //!
 //! - delay-seconds, and a non-negative decimal (`1.5`, sent by some servers): that duration.
 //!   Rejecting a decimal would leave a guessed wait that may be shorter than the server meant.
-//! - an HTTP-date in any of its three forms, measured against the response's `Date`.
+//! - an HTTP-date in any of its three forms, measured against the response's own `Date` (plus
+//!   `Age`), never against what earlier responses said of the server's clock: where that
+//!   bound runs ahead of this response's `Date` (another backend, a cache), it would read the
+//!   instruction short and the retry would land inside the window.
 //! - a Go duration (`1m0s`, seen from GitHub): that duration, never its prefix.
 //! - zero, a date already past, and anything that is not one of the above (negative, `+1`,
 //!   non-ASCII digits, empty, garbage) are no instruction: `Retry-After: 0` honoured literally is
@@ -35,7 +38,7 @@ fn delay(member: &str, clock: &ResponseClock) -> Option<Duration> {
     match parse_decimal(member) {
         Some(seconds) => Some(seconds.seconds()),
         None => parse_http_date(member)
-            .map(|at| clock.until(at))
+            .map(|at| clock.instructed_wait_until(at))
             .or_else(|| parse_go_duration(member)),
     }
 }
@@ -72,13 +75,26 @@ mod tests {
     const NOW: u64 = 1_700_000_000;
 
     fn read_pairs(pairs: &[(&'static str, &'static str)], received: u64) -> Option<Duration> {
+        read_with_floor(pairs, received, None)
+    }
+
+    /// As [`read_pairs`], on a key whose earlier responses bound the server's clock at
+    /// receipt to at least `floor`.
+    fn read_with_floor(
+        pairs: &[(&'static str, &'static str)],
+        received: u64,
+        floor: Option<SystemTime>,
+    ) -> Option<Duration> {
         let mut headers = HeaderMap::new();
         for (name, value) in pairs {
             headers.append(*name, HeaderValue::from_static(value));
         }
         let received = UNIX_EPOCH + Duration::from_secs(received);
         let fields = Fields::new(&headers);
-        read(&fields, &ResponseClock::read(&fields, received))
+        read(
+            &fields,
+            &ResponseClock::read(&fields, received).with_floor(floor),
+        )
     }
 
     fn retry_after(value: &'static str) -> Option<Duration> {
@@ -115,6 +131,48 @@ mod tests {
             NOW + 5,
         );
         assert_eq!(skewed_client, secs(60));
+    }
+
+    /// Earlier responses bound the server's clock 5 s (or 0.4 s) past this response's `Date`:
+    /// they came from a clock this response's did not (another backend, a cache), and the
+    /// date this response names is still 3 s after its own `Date`.
+    #[test]
+    fn an_http_date_is_read_against_its_own_date_whatever_earlier_responses_said() {
+        for ahead in [Duration::from_secs(5), Duration::from_millis(400)] {
+            let floor = UNIX_EPOCH + Duration::from_secs(NOW) + ahead;
+            let got = read_with_floor(
+                &[
+                    ("date", "Tue, 14 Nov 2023 22:13:20 GMT"),
+                    ("retry-after", "Tue, 14 Nov 2023 22:13:23 GMT"),
+                ],
+                NOW,
+                Some(floor),
+            );
+            assert_eq!(got, secs(3), "{ahead:?}");
+        }
+    }
+
+    #[test]
+    fn an_http_date_in_utc_is_read_as_in_gmt_and_other_zones_are_no_instruction() {
+        assert_eq!(retry_after("Tue, 14 Nov 2023 22:14:20 UTC"), secs(60));
+        let both_in_utc = read_pairs(
+            &[
+                ("date", "Tue, 14 Nov 2023 22:13:20 UTC"),
+                ("retry-after", "Tue, 14 Nov 2023 22:14:20 UTC"),
+            ],
+            NOW + 5,
+        );
+        assert_eq!(
+            both_in_utc,
+            secs(60),
+            "read against the Date, not the receipt"
+        );
+        for other_zone in [
+            "Tue, 14 Nov 2023 22:14:20 PST",
+            "Tue, 14 Nov 2023 22:14:20 XYZ",
+        ] {
+            assert_eq!(retry_after(other_zone), None, "{other_zone}");
+        }
     }
 
     #[test]

@@ -1,9 +1,8 @@
 //! Zendesk: a named meter per endpoint, `zendesk-ratelimit-tickets-index: total=100;
 //! remaining=99; resets=41`, and the account's limit split over three families,
-//! `X-Rate-Limit: 700`, `X-Rate-Limit-Remaining: 699` and `ratelimit-reset: 41`, read as the one
-//! meter they describe.
-
-use std::borrow::Cow;
+//! `X-Rate-Limit: 700`, `X-Rate-Limit-Remaining: 699` and `ratelimit-reset: 41` (with
+//! `ratelimit-limit: 700` and `ratelimit-remaining: 699` beside them, as Zendesk sends them),
+//! read as the one meter they describe.
 
 use super::clock::{Reset, ResponseClock};
 use super::field::{Fields, Name, ZENDESK_PREFIX};
@@ -12,9 +11,6 @@ use super::number::{parse_count_with_fraction, parse_decimal};
 use super::reader::Found;
 
 pub(super) const NAMES: &[Name] = &[Name::ZendeskRateLimit, Name::XRateLimitBare];
-
-/// A response names a handful of endpoints' meters; a hostile one naming more gets these many.
-const MOST_METERS: usize = 8;
 
 pub(super) fn read<'a>(fields: &Fields<'a>, clock: &ResponseClock, found: &mut Found<'a>) {
     if fields.has(Name::XRateLimitBare) {
@@ -26,17 +22,7 @@ pub(super) fn read<'a>(fields: &Fields<'a>, clock: &ResponseClock, found: &mut F
         if endpoint.is_empty() || reading == Reading::default() {
             continue;
         }
-        let known = found.readings[first..]
-            .iter()
-            .position(|known| known.name.as_deref() == Some(endpoint));
-        match known {
-            Some(at) => found.readings[first + at].merge(reading),
-            None if found.readings.len() - first < MOST_METERS => found.readings.push(Reading {
-                name: Some(Cow::Borrowed(endpoint)),
-                ..reading
-            }),
-            None => {}
-        }
+        found.add_named(first, endpoint, reading);
     }
 }
 
@@ -65,23 +51,28 @@ pub(crate) fn figures(line: &str, clock: &ResponseClock) -> Reading<'static> {
 }
 
 /// The account's meter as the generic readers left it: the `X-Rate-Limit-*` reading (limit and
-/// remaining, no reset) and an IETF reading that holds only `ratelimit-reset`. They are one
-/// meter; any other shape is left as it is.
+/// remaining, no reset), and the IETF reading that holds its reset (`ratelimit-reset`, with
+/// `ratelimit-limit` and `ratelimit-remaining` where Zendesk sends them too). They are one
+/// meter where the IETF reading's counts, as far as it gives them, are the same; left apart,
+/// the account would be listed twice, once without its reset. Any other shape is left as it
+/// is: counts that differ are another meter's.
 fn join_split_account_meter(found: &mut Found<'_>) {
-    let only_a_reset = |reading: &Reading<'_>| {
-        reading.reset.is_some()
-            && *reading
-                == Reading {
-                    reset: reading.reset,
-                    ..Reading::default()
-                }
-    };
     let no_reset = |reading: &Reading<'_>| {
         reading.name.is_none() && reading.reset.is_none() && reading.remaining.is_some()
     };
-    let reset_at = found.readings.iter().position(only_a_reset);
-    let counts_at = found.readings.iter().position(no_reset);
-    if let (Some(reset_at), Some(counts_at)) = (reset_at, counts_at) {
+    let Some(counts_at) = found.readings.iter().position(no_reset) else {
+        return;
+    };
+    let counts = &found.readings[counts_at];
+    let same_or_unsaid =
+        |said: Option<u64>, counted: Option<u64>| said.is_none() || said == counted;
+    let its_reset = |reading: &Reading<'_>| {
+        reading.name.is_none()
+            && reading.reset.is_some()
+            && same_or_unsaid(reading.limit, counts.limit)
+            && same_or_unsaid(reading.remaining, counts.remaining)
+    };
+    if let Some(reset_at) = found.readings.iter().position(its_reset) {
         let reset = found.readings.remove(reset_at);
         let counts_at = if counts_at > reset_at {
             counts_at - 1
