@@ -7,13 +7,15 @@
 //!   account's time zone).
 //!
 //! A window with quota left is given no reset: none was sent, and none is made up. A spent
-//! one comes back within one window of the response however the server counts it (a fixed
-//! window ends within its length, a sliding one lets its oldest request go within it), so its
-//! window is taken as its reset: an upper bound, never early. Without it, a 429 with the burst
-//! window at zero would be retried after a guess, shorter than the window may still need, and
-//! refused again. For the daily quota that bound may be most of a day late, far beyond any cap:
-//! a 429 at zero is then handed back at once, not retried (`respect_remaining(false)` makes it
-//! a guess again).
+//! short window (the burst's, the second's) comes back within one window of the response
+//! however the server counts it (a fixed window ends within its length, a sliding one lets its
+//! oldest request go within it), so its window is taken as its reset: an upper bound, never
+//! early. Without it, a 429 with the burst window at zero would be retried after a guess,
+//! shorter than the window may still need, and refused again. The daily quota is given no such
+//! bound: it may be most of a day late, and the layer remembers a spent window until its
+//! reset, so a made-up one could fail every call on the key for hours after the quota came
+//! back (a closure the layer guessed never exceeds the cap). A spent day is reported as spent,
+//! with no reset, and a 429 at zero is retried on the guessed backoff.
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -44,11 +46,14 @@ pub(super) fn read<'a>(fields: &Fields<'a>, clock: &ResponseClock, found: &mut F
         .map(|millis| Duration::from_millis(millis).min(LONGEST))
         .filter(|window| !window.is_zero())
         .max();
+    // Each meter: its name, its fields, its window, and whether a spent window is taken to
+    // reset within it.
     let meters = [
         (
             "burst",
             [Name::XHubSpotRateLimitMax, Name::XHubSpotRateLimitRemaining],
             burst_window,
+            true,
         ),
         (
             "secondly",
@@ -57,6 +62,7 @@ pub(super) fn read<'a>(fields: &Fields<'a>, clock: &ResponseClock, found: &mut F
                 Name::XHubSpotRateLimitSecondlyRemaining,
             ],
             Some(SECOND),
+            true,
         ),
         (
             "daily",
@@ -65,9 +71,10 @@ pub(super) fn read<'a>(fields: &Fields<'a>, clock: &ResponseClock, found: &mut F
                 Name::XHubSpotRateLimitDailyRemaining,
             ],
             Some(DAY),
+            false,
         ),
     ];
-    for (name, [limit, remaining], window) in meters {
+    for (name, [limit, remaining], window, bounded) in meters {
         let counts = |name| values(name).filter_map(parse_count_with_fraction);
         let (limit, remaining) = (counts(limit).min(), counts(remaining).min());
         if limit.is_none() && remaining.is_none() {
@@ -79,7 +86,7 @@ pub(super) fn read<'a>(fields: &Fields<'a>, clock: &ResponseClock, found: &mut F
             limit,
             remaining,
             reset: window
-                .filter(|_| spent)
+                .filter(|_| spent && bounded)
                 .map(|window| clock.countdown(window)),
             window,
             ..Reading::default()
