@@ -135,10 +135,15 @@ impl Table {
         if urgent || self.turned_away >= capacity / 8 {
             self.turned_away = 0;
             self.gates.retain(|_, gate| !gate.is_idle(now));
-            if urgent && self.gates.len() >= capacity {
-                self.forget_one_holding_no_call(now);
+            if urgent {
+                if self.gates.len() >= capacity {
+                    self.forget_one_holding_no_call(now);
+                }
+                // Only a sweep that also looked for a gate holding no call says there is no
+                // room for a closure.
+                self.fruitless_until =
+                    (self.gates.len() >= capacity).then(|| now + SWEEP_AGAIN_AFTER);
             }
-            self.fruitless_until = (self.gates.len() >= capacity).then(|| now + SWEEP_AGAIN_AFTER);
         }
         self.gates.len() < capacity
     }
@@ -172,6 +177,7 @@ mod tests {
         probe_timeout: Duration::from_secs(10),
         slow_start: true,
         learned: true,
+        cost: None,
     };
 
     const SECOND: Duration = Duration::from_secs(1);
