@@ -128,10 +128,9 @@ where
     pub(crate) fn new(service: S, policy: P, config: Arc<Config>, request: Request<B>) -> Self {
         let (parts, body) = request.into_parts();
         let cost = parts.extensions.get::<TokenCost>().copied();
-        let gate = config.key_of(&parts).map(|key| {
-            let route = parts.uri.path();
-            config.gates.call(key, route, cost, &config.settings)
-        });
+        let gate = config
+            .key_of(&parts)
+            .map(|key| config.gates.call(key, cost, &config.settings));
         let (sent, replay) = match policy.clone_body(&body) {
             Some(copy) => (copy, Some(body)),
             None => (body, None),
@@ -207,6 +206,15 @@ where
                             this.budget.add_wait(now - since);
                             this.throttled(throttled)
                         }
+                        Err(NotYet::Reroute) => {
+                            this.budget.add_wait(now - since);
+                            match this.state.as_mut().project_replace(State::Done) {
+                                StateOwned::Waiting { body, .. } => {
+                                    Step::Next(State::Entering { body })
+                                }
+                                _ => continue,
+                            }
+                        }
                         Err(_) if now >= deadline => {
                             // The budget is spent, whatever the gate would say later.
                             this.budget.add_wait(deadline - since);
@@ -270,10 +278,11 @@ where
 {
     /// The attempt with `body` arrives at its gate: it goes, waits there, or gives up.
     fn enter(&mut self, body: B, now: Instant) -> Step<S::Future, B, S::Response> {
-        let Some(gate) = self.gate.as_ref() else {
+        let Some(gate) = self.gate.as_mut() else {
             return self.go(None, body);
         };
-        let entered = gate.enter(now, self.budget.time_left(&self.config.settings));
+        let budget = self.budget.time_left(&self.config.settings);
+        let entered = gate.enter(now, budget, self.request.uri.path());
         self.entered(entered, body, now)
     }
 

@@ -232,7 +232,15 @@ impl Key {
     }
 
     /// The name of the limit this key is one of, if it is one (see [`Key::within`]).
-    pub(crate) fn limit_name(&self) -> Option<&str> {
+    ///
+    /// ```
+    /// use tower_retry_after::Key;
+    ///
+    /// let token = Key::credential("Bearer ghp_0123");
+    /// assert_eq!(token.within("core").limit_name(), Some("core"));
+    /// assert_eq!(token.limit_name(), None);
+    /// ```
+    pub fn limit_name(&self) -> Option<&str> {
         match &self.repr {
             Repr::Group(group) => Some(&group.1),
             _ => None,

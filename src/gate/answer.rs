@@ -56,6 +56,9 @@ pub(crate) enum Arrival {
     Queued(u64),
     /// The gate stays closed to it for longer than it may wait.
     Beyond(Closed),
+    /// The gate would let it go, but the token meters lack what it declared it will spend,
+    /// until then: it sleeps, and arrives again, if it may wait so long.
+    Short { until: Instant, by: HeldBy },
 }
 
 /// Where a call stands whose next attempt must wait at least a given time.
@@ -76,4 +79,6 @@ pub(crate) enum Look {
     Again(Option<Instant>),
     /// The gate is now closed to it for longer than it may still wait: it gives up at once.
     Beyond(Closed),
+    /// It has left the queue, to arrive at the gate of its route's limit instead.
+    Reroute,
 }

@@ -36,20 +36,18 @@ pub(crate) struct Call {
     gates: Gates,
     /// The gate's key: the request's key, or the limit of it its route counts against.
     key: Key,
-    /// What only some calls have: boxed, to keep the call small for the rest.
-    rare: Option<Box<Rare>>,
+    /// Where the call is gated by one of its key's limits: boxed, to keep the call small for
+    /// the others.
+    rare: Option<Box<Refined>>,
     terms: Terms,
 }
 
-/// What a call may have beyond its key.
-struct Rare {
-    /// The request's key, where the call's key is one of its limits: a closure of it holds
-    /// every one.
-    whole: Option<Key>,
+/// How a call is gated by one of its key's limits.
+struct Refined {
+    /// The request's key: a closure of it holds every one of its limits.
+    whole: Key,
     /// How the limit the call is gated by was known.
-    known: Option<Known>,
-    /// What the call spends of the key's token meters, where it declares it.
-    cost: Option<TokenCost>,
+    known: Known,
 }
 
 /// What a call meets at the gate.
@@ -71,7 +69,6 @@ impl Call {
     pub(crate) fn new(
         gates: Gates,
         key: Key,
-        route: &str,
         cost: Option<TokenCost>,
         settings: &Settings,
     ) -> Self {
@@ -82,29 +79,33 @@ impl Call {
             probe_timeout: settings.probe_timeout,
             slow_start: settings.respect_remaining && settings.slow_start,
             learned: settings.respect_remaining && settings.learn_limits,
+            cost: cost.filter(|_| settings.respect_remaining),
         };
-        let (key, whole, known) = match gates.routes.refine(&key, route) {
-            Some((limit, known)) => (limit, Some(key), Some(known)),
-            None => (key, None, None),
-        };
-        let rare =
-            (whole.is_some() || cost.is_some()).then(|| Box::new(Rare { whole, known, cost }));
         Call {
             gates,
             key,
-            rare,
+            rare: None,
             terms,
+        }
+    }
+
+    /// Gates the call by the limit its `route` counts against, where the server keeps several
+    /// for its key and said which (see `routes`). Done as the call arrives, not when it is
+    /// made: a call made before its key's first answer, and held behind it, goes by what that
+    /// answer said.
+    fn refine(&mut self, route: &str) {
+        if self.whole().is_some() {
+            return;
+        }
+        if let Some((limit, known)) = self.gates.routes.refine(&self.key, route) {
+            let whole = std::mem::replace(&mut self.key, limit);
+            self.rare = Some(Box::new(Refined { whole, known }));
         }
     }
 
     /// The request's key, where the call's key is one of its limits.
     fn whole(&self) -> Option<&Key> {
-        self.rare.as_ref()?.whole.as_ref()
-    }
-
-    /// What the call spends of the key's token meters, where it declares it.
-    fn cost(&self) -> Option<TokenCost> {
-        self.rare.as_ref()?.cost
+        Some(&self.rare.as_ref()?.whole)
     }
 
     /// What a response to `route` said of the limit it counted against, given `report`, what
@@ -128,7 +129,7 @@ impl Call {
             return;
         };
         let own_limit = self.key.limit_name() == Some(&**group);
-        let route_known = self.rare.as_ref().and_then(|rare| rare.known) == Some(Known::Route);
+        let route_known = self.rare.as_ref().map(|rare| rare.known) == Some(Known::Route);
         if own_limit && route_known {
             // The route's limit, as its answers said before: nothing to learn.
             return;
@@ -141,15 +142,15 @@ impl Call {
         registry
             .lock()
             .learn(&limit, *report, now, registry.capacity);
-        // A call gated by the whole key went before any of its limits was known (the slow
-        // start's first call, and those held behind it): the calls still at that gate are
-        // released by what this answer said, or they would go unheld into a limit it says is
-        // spent. A call gated by another limit only counts the answer back.
-        if self.whole().is_some() {
-            *report = Report {
-                server_clock: report.server_clock,
-                ..Report::default()
-            };
+        *report = Report {
+            server_clock: report.server_clock,
+            ..Report::default()
+        };
+        if self.whole().is_none() {
+            // The first answer of a key that names its limits (the slow start's probe): the
+            // calls held behind it go to the gate of their route's limit, where they are
+            // counted with every later call, instead of leaving this one uncounted by it.
+            registry.update(&self.key, Gate::reroute_waiters);
         }
     }
 
@@ -165,8 +166,9 @@ impl Call {
         &self.key
     }
 
-    /// The call arrives with `budget` left to wait.
-    pub(crate) fn enter(&self, now: Instant, budget: Duration) -> Entered {
+    /// The call, on `route`, arrives with `budget` left to wait.
+    pub(crate) fn enter(&mut self, now: Instant, budget: Duration, route: &str) -> Entered {
+        self.refine(route);
         let registry = &self.gates.registry;
         let mut table = registry.lock();
         if let Some(closed) = self
@@ -176,11 +178,6 @@ impl Call {
             return self.not_before(after(now, closed.left), closed.by, now, budget);
         }
         if let Some(gate) = table.gates.get_mut(&self.key) {
-            if let Some(cost) = self.cost() {
-                if let Err((reset_at, unit)) = gate.spend_tokens(cost, now) {
-                    return self.not_before(reset_at, HeldBy::TokenCost { unit }, now, budget);
-                }
-            }
             return self.arrive(gate, now, budget);
         }
         // Counted from the first call: responses to the first calls on a key report the quota
@@ -253,6 +250,7 @@ impl Call {
             Arrival::Beyond(closed) => {
                 Entered::Throttled(Throttled::new(self.key.clone(), closed.left, closed.by))
             }
+            Arrival::Short { until, by } => self.not_before(until, by, now, budget),
         }
     }
 
@@ -664,7 +662,6 @@ mod tests {
         let call = Call::new(
             Gates::default(),
             Key::named("api"),
-            "/",
             None,
             &Settings::default(),
         );

@@ -166,22 +166,74 @@ impl Gates {
     }
 
     /// The state of `key`'s gate, aged to now; `None` if nothing is remembered about it.
+    ///
+    /// Where the server keeps several limits for the key and its answers named them (GitHub's
+    /// resources, Discord's buckets), the calls are gated by each limit's own gate, and this
+    /// is the binding one among them and the key's own: the one closed longest, else the one
+    /// with the least remaining. [`limits`](Gates::limits) lists them all.
+    ///
+    /// ```
+    /// use tower_retry_after::{Gates, Key};
+    ///
+    /// let gates = Gates::new();
+    /// let token = Key::credential("Bearer ghp_0123");
+    /// // … once calls have gone through a layer given these gates:
+    /// if let Some(gate) = gates.snapshot(&token) {
+    ///     println!("{:?} left, closed for {:?}", gate.remaining(), gate.closed_for());
+    /// }
+    /// ```
     pub fn snapshot(&self, key: &Key) -> Option<GateSnapshot> {
-        let now = Instant::now();
-        let table = self.registry.lock();
-        Some(GateSnapshot::of(table.gates.get(key)?, now))
+        self.limits(key)
+            .into_iter()
+            .map(|(_, snapshot)| snapshot)
+            .max_by_key(|snapshot| {
+                let remaining = snapshot.remaining().unwrap_or(u64::MAX);
+                (snapshot.closed_for(), std::cmp::Reverse(remaining))
+            })
     }
 
-    /// A call on `key`'s handle on its gate, through a layer with `settings`: the gate of the
-    /// limit its `route` was last said to count against, where the server keeps several; the
-    /// call spends `cost` of the key's token meters, if it declares one.
-    pub(crate) fn call(
-        &self,
-        key: Key,
-        route: &str,
-        cost: Option<TokenCost>,
-        settings: &Settings,
-    ) -> Call {
-        Call::new(self.clone(), key, route, cost, settings)
+    /// Every gate remembered for `key`, aged to now: the key's own, then those of the limits
+    /// its answers named (each a [`Key::within`] the key), each with its state.
+    ///
+    /// ```
+    /// use tower_retry_after::{Gates, Key};
+    ///
+    /// let gates = Gates::new();
+    /// for (limit, gate) in gates.limits(&Key::named("api")) {
+    ///     println!("{limit}: {:?} left", gate.remaining());
+    /// }
+    /// assert!(gates.limits(&Key::named("api")).is_empty(), "nothing known yet");
+    /// ```
+    pub fn limits(&self, key: &Key) -> Vec<(Key, GateSnapshot)> {
+        let now = Instant::now();
+        let mut keys = vec![key.clone()];
+        keys.extend(self.routes.limits(key));
+        let table = self.registry.lock();
+        keys.into_iter()
+            .filter_map(|key| {
+                let snapshot = GateSnapshot::of(table.gates.get(&key)?, now);
+                Some((key, snapshot))
+            })
+            .collect()
+    }
+
+    /// Every key whose gate is remembered, the limits of keys among them.
+    ///
+    /// ```
+    /// use tower_retry_after::Gates;
+    ///
+    /// let gates = Gates::new();
+    /// for key in gates.keys() {
+    ///     println!("{key}: {:?}", gates.snapshot(&key));
+    /// }
+    /// ```
+    pub fn keys(&self) -> Vec<Key> {
+        self.registry.lock().gates.keys().cloned().collect()
+    }
+
+    /// A call on `key`'s handle on its gate, through a layer with `settings`; the call spends
+    /// `cost` of the key's token meters, if it declares one.
+    pub(crate) fn call(&self, key: Key, cost: Option<TokenCost>, settings: &Settings) -> Call {
+        Call::new(self.clone(), key, cost, settings)
     }
 }

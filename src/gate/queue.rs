@@ -11,6 +11,8 @@ pub(super) struct Queue {
     slots: VecDeque<Slot>,
     waiting: usize,
     next_id: u64,
+    /// Waiters with a lower id are sent to another gate the next time they look.
+    reroute_before: u64,
 }
 
 struct Slot {
@@ -83,6 +85,19 @@ impl Queue {
             slot.waker = None;
             false
         }
+    }
+
+    /// Every waiter now in the queue is to go to another gate: each is told the next time it
+    /// looks, and every one is woken to look (the wakers, to be called once the registry is
+    /// unlocked).
+    pub(super) fn reroute_all(&mut self) -> impl Iterator<Item = Waker> + '_ {
+        self.reroute_before = self.next_id;
+        self.slots.iter_mut().filter_map(|slot| slot.waker.take())
+    }
+
+    /// Whether waiter `id` is to go to another gate.
+    pub(super) fn is_rerouted(&self, id: u64) -> bool {
+        id < self.reroute_before
     }
 
     /// The head's waker, to be called once the registry is unlocked.

@@ -96,6 +96,32 @@ impl Routes {
         }
     }
 
+    /// The limits of `key` its answers named: first those most named first, in the order
+    /// first named, then any others its routes count against.
+    pub(super) fn limits(&self, key: &Key) -> Vec<Key> {
+        if !self.any.load(Ordering::Relaxed) {
+            return Vec::new();
+        }
+        let table = self.lock();
+        let Some(routes) = table.by_key.get(key) else {
+            return Vec::new();
+        };
+        let mut limits: Vec<Key> = routes
+            .named
+            .iter()
+            .map(|(limit, _)| limit.clone())
+            .collect();
+        let mut others: Vec<&Key> = routes
+            .routes
+            .values()
+            .filter(|limit| !limits.contains(limit))
+            .collect();
+        others.sort_by_cached_key(|limit| limit.to_string());
+        others.dedup();
+        limits.extend(others.into_iter().cloned());
+        limits
+    }
+
     /// Remembers that requests on `route` of `key` count against `group`.
     pub(super) fn learn(&self, key: &Key, route: &str, group: &str) {
         let mut table = self.lock();

@@ -32,9 +32,7 @@ use super::report::Report;
 use super::terms::Terms;
 use super::time::{ServerClock, after};
 use super::tokens::TokenMeters;
-use crate::headers::Unit;
 use crate::throttled::HeldBy;
-use crate::tokens::TokenCost;
 
 /// How long a gate that owes a probe is remembered after its closure ended, with nobody
 /// waiting: long enough for calls arriving soon after to be let out one at a time.
@@ -94,7 +92,10 @@ impl Gate {
     pub(crate) fn arrive(&mut self, now: Instant, terms: Terms, budget: Duration) -> Arrival {
         if self.queue(terms.metered).len() == 0 {
             if let Release::Go { probe } = self.release(now, terms) {
-                return Arrival::Admitted(self.admit(probe, now, terms));
+                return match self.spend(terms, now) {
+                    Ok(()) => Arrival::Admitted(self.admit(probe, now, terms)),
+                    Err((until, by)) => Arrival::Short { until, by },
+                };
             }
         }
         match self.queue_within(now, budget, terms) {
@@ -149,17 +150,32 @@ impl Gate {
             self.in_flight += 1;
             return Ok(self.admission(None, now, terms));
         };
+        if self.queue(terms.metered).is_rerouted(id) {
+            self.leave(id, terms.metered);
+            return Err(Look::Reroute);
+        }
         if let Some(closed) = self.beyond(now, budget, terms) {
             return Err(Look::Beyond(closed));
         }
         let look_again = if position == 0 {
             match self.release(now, terms) {
-                Release::Go { probe } => {
-                    self.queue(terms.metered).pop_head();
-                    let admission = self.admit(probe, now, terms);
-                    self.wake_heads();
-                    return Ok(admission);
-                }
+                Release::Go { probe } => match self.spend(terms, now) {
+                    Ok(()) => {
+                        self.queue(terms.metered).pop_head();
+                        let admission = self.admit(probe, now, terms);
+                        self.wake_heads();
+                        return Ok(admission);
+                    }
+                    Err((until, by)) => {
+                        let left = until.saturating_duration_since(now);
+                        if left > budget.min(terms.longest_wait) {
+                            self.leave(id, terms.metered);
+                            return Err(Look::Beyond(Closed { left, by }));
+                        }
+                        // It keeps its place: calls leave in arrival order.
+                        Some(until)
+                    }
+                },
                 Release::At(at) => Some(at),
             }
         } else {
@@ -229,6 +245,16 @@ impl Gate {
         }
     }
 
+    /// Every call waiting now goes to the gate of its route's limit: the key's answers name the
+    /// limits they count against (see `call::Call::learn_limit`).
+    pub(crate) fn reroute_waiters(&mut self) {
+        let wakes: Vec<Waker> = [&mut self.metered, &mut self.unmetered]
+            .into_iter()
+            .flat_map(Queue::reroute_all)
+            .collect();
+        self.wakes.extend(wakes);
+    }
+
     /// A response came back with `report`, for a request let through as `admitted`.
     pub(crate) fn answered(&mut self, admitted: Admission, report: Report, now: Instant) {
         self.returned(admitted);
@@ -251,13 +277,16 @@ impl Gate {
         self.tokens.take_in(*reported, now);
     }
 
-    /// Spends `cost` of the token meters, or says when the first that lacks it resets.
-    pub(crate) fn spend_tokens(
-        &mut self,
-        cost: TokenCost,
-        now: Instant,
-    ) -> Result<(), (Instant, Unit)> {
-        self.tokens.spend(cost, now)
+    /// Spends what a call with `terms` leaving the gate declared of the token meters, or says
+    /// until when they lack it, and which does. Every call that leaves spends it, at once or
+    /// after waiting, so that calls out together never spend one count twice.
+    fn spend(&mut self, terms: Terms, now: Instant) -> Result<(), (Instant, HeldBy)> {
+        let Some(cost) = terms.cost else {
+            return Ok(());
+        };
+        self.tokens
+            .spend(cost, now)
+            .map_err(|(until, unit)| (until, HeldBy::TokenCost { unit }))
     }
 
     /// Takes in what another process learned, through a shared store.
@@ -555,6 +584,8 @@ mod tests {
     use super::super::release::{Pace, SPACING};
     use super::*;
     use crate::gate::after;
+    use crate::headers::Unit;
+    use crate::tokens::TokenCost;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::task::Wake;
@@ -570,6 +601,7 @@ mod tests {
         probe_timeout: Duration::from_secs(10),
         slow_start: true,
         learned: true,
+        cost: None,
     };
 
     /// The terms of a call through a layer that does not respect the quota.
@@ -646,6 +678,7 @@ mod tests {
                 .map_err(|look| match look {
                     Look::Again(at) => at,
                     Look::Beyond(closed) => panic!("turned away: {closed:?}"),
+                    Look::Reroute => panic!("sent to another gate"),
                 })
         }
 
@@ -660,6 +693,7 @@ mod tests {
                 Arrival::Admitted(admission) => Ok(admission),
                 Arrival::Queued(id) => Err(id),
                 Arrival::Beyond(closed_for) => panic!("turned away for {closed_for:?}"),
+                Arrival::Short { until, by } => panic!("short until {until:?}: {by:?}"),
             }
         }
 
@@ -1872,5 +1906,94 @@ mod tests {
         let (_, open, gate, _, _) = released_at_a_pace_of_a_second();
         assert_eq!((gate.in_flight(), gate.closed_for(open, TERMS)), (0, None));
         assert!(gate.holds_calls(open), "two wait behind the pace");
+    }
+
+    /// A gate that knows `left` tokens remain until a reset `reset_in` from `now`.
+    fn knowing_tokens(left: u64, reset_in: Duration, now: Instant) -> Gate {
+        let mut gate = Gate::new();
+        let mut meters = TokenMeters::default();
+        let quota = Quota {
+            remaining: left,
+            reset_at: now + reset_in,
+        };
+        meters.add(Unit::Tokens, quota);
+        gate.take_tokens(&meters, now);
+        gate
+    }
+
+    /// The terms of a call declaring it spends `tokens`.
+    fn costing(tokens: u64) -> Terms {
+        Terms {
+            cost: Some(TokenCost::new(tokens, 0)),
+            ..TERMS
+        }
+    }
+
+    #[test]
+    fn a_call_spends_its_declared_tokens_when_it_leaves_the_gate_and_not_before() {
+        let now = Instant::now();
+        let mut gate = knowing_tokens(500, 30 * SECOND, now);
+        assert!(gate.arrive_as(now, costing(300)).is_ok());
+        let held = gate.arrive(now, costing(300), Duration::MAX);
+        assert_eq!(
+            held,
+            Arrival::Short {
+                until: now + 30 * SECOND,
+                by: HeldBy::TokenCost { unit: Unit::Tokens }
+            },
+            "200 left: the second must wait for the reset"
+        );
+        assert!(
+            gate.arrive_as(now, costing(200)).is_ok(),
+            "nothing was spent by the one held"
+        );
+        assert!(
+            gate.arrive_as(now, TERMS).is_ok(),
+            "declaring nothing, nothing spent"
+        );
+    }
+
+    #[test]
+    fn a_call_released_after_waiting_spends_its_tokens_too() {
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 0);
+        let mut meters = TokenMeters::default();
+        meters.add(
+            Unit::Tokens,
+            Quota {
+                remaining: 500,
+                reset_at: now + 60 * SECOND,
+            },
+        );
+        gate.take_tokens(&meters, now);
+        assert!(ids.is_empty());
+        let first = gate.arrive(now, costing(300), Duration::MAX);
+        let second = gate.arrive(now, costing(300), Duration::MAX);
+        let (Arrival::Queued(first), Arrival::Queued(second)) = (first, second) else {
+            panic!("the gate is closed");
+        };
+        let open = now + SECOND;
+        let probe = gate
+            .poll_waiter(first, open, Duration::MAX, &waker, costing(300))
+            .unwrap();
+        gate.answered(probe, HEALTHY, open);
+        let released = open + SECOND;
+        assert_eq!(
+            gate.poll_waiter(second, released, Duration::MAX, &waker, costing(300)),
+            Err(Look::Again(Some(now + 60 * SECOND))),
+            "the first spent 300 of 500 as it left: the second waits, keeping its place"
+        );
+        assert_eq!(gate.waiters(), 1);
+        let short_budget = 30 * SECOND;
+        assert!(
+            matches!(
+                gate.poll_waiter(second, released, short_budget, &waker, costing(300)),
+                Err(Look::Beyond(Closed {
+                    by: HeldBy::TokenCost { .. },
+                    ..
+                }))
+            ),
+            "turned away at once when it may not wait for the reset"
+        );
+        assert_eq!(gate.waiters(), 0);
     }
 }

@@ -1,9 +1,12 @@
-//! [`Terms`]: what a call's layer asks of the gate. Layers with different settings may share
-//! one set of gates; each call is held only by what its own layer's settings say to respect.
+//! [`Terms`]: what a call asks of the gate: what its layer's settings say to respect, and what
+//! it declares it will spend. Layers with different settings may share one set of gates; each
+//! call is held only by what its own layer's settings say to respect.
 
 use std::time::Duration;
 
-/// What a call's layer asks of the gate.
+use crate::tokens::TokenCost;
+
+/// What a call asks of the gate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Terms {
     /// The call respects the quota and pace the server reported (`respect_remaining`).
@@ -23,6 +26,9 @@ pub(crate) struct Terms {
     /// The call is held by the quota the gate learned where the server publishes none
     /// (`learn_limits`); only for a call that respects the quota.
     pub(crate) learned: bool,
+    /// What the call spends of the key's token meters when it leaves the gate, where it
+    /// declares it ([`TokenCost`]); only for a call that respects the quota.
+    pub(crate) cost: Option<TokenCost>,
 }
 
 impl Terms {
@@ -36,5 +42,6 @@ impl Terms {
         probe_timeout: Duration::MAX,
         slow_start: true,
         learned: false,
+        cost: None,
     };
 }

@@ -41,6 +41,8 @@ pub(crate) enum NotYet {
     /// The gate is now closed to it longer than it may still wait: it gives up at once, with
     /// this error.
     GiveUp(Throttled),
+    /// It left the queue, to arrive again at the gate of its route's limit.
+    Reroute,
 }
 
 /// Where a call goes after its answer was recorded.
@@ -176,6 +178,10 @@ impl Place {
             Look::Beyond(closed) => {
                 NotYet::GiveUp(Throttled::new(self.key.clone(), closed.left, closed.by))
             }
+            Look::Reroute => {
+                self.queued = false;
+                NotYet::Reroute
+            }
         })?;
         self.queued = false;
         Ok(Pass::new(
@@ -244,8 +250,8 @@ mod tests {
     /// A request on `key` let through, answered with a 429 for `wait`, with a retry that
     /// waits `wait`: where the call stands after.
     fn refused(gates: &Gates, key: &str, wait: Duration, now: Instant) -> Held {
-        let call = gates.call(Key::named(key), "/", None, &Settings::default());
-        let Entered::Admitted(pass) = call.enter(now, 120 * SECOND) else {
+        let mut call = gates.call(Key::named(key), None, &Settings::default());
+        let Entered::Admitted(pass) = call.enter(now, 120 * SECOND, "/") else {
             panic!("the gate of {key} is not open");
         };
         let refusal = Report {
@@ -293,8 +299,8 @@ mod tests {
         let Held::Waiting(_first) = refused(&gates, "a", 30 * SECOND, now) else {
             panic!("not held");
         };
-        let call = gates.call(Key::named("a"), "/", None, &Settings::default());
-        let Entered::Throttled(throttled) = call.enter(now, 10 * SECOND) else {
+        let mut call = gates.call(Key::named("a"), None, &Settings::default());
+        let Entered::Throttled(throttled) = call.enter(now, 10 * SECOND, "/") else {
             panic!("a closed gate let a call in");
         };
         assert_eq!(throttled.retry_after(), 30 * SECOND);
