@@ -7,8 +7,8 @@
 //! Run: `cargo run --example vendors`
 
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -55,17 +55,18 @@ fn epoch_seconds() -> u64 {
         .map_or(0, |since| since.as_secs())
 }
 
-/// GitHub: three calls left; the fourth is answered 403, and the quota is whole again after
-/// the reset two seconds on.
+/// GitHub: a window ending two seconds after the first call, three calls left in it; the
+/// third call is answered 403 (another client of the same token spent the last one), and the
+/// quota is whole again after the reset.
 fn github(nth: u64) -> (u16, Vec<(&'static str, String)>) {
-    let now = epoch_seconds();
-    let remaining = if nth > 3 {
-        4_999
-    } else {
-        2u64.saturating_sub(nth)
+    static WINDOW_ENDS: OnceLock<u64> = OnceLock::new();
+    let window_ends = *WINDOW_ENDS.get_or_init(|| epoch_seconds() + 2);
+    let (status, remaining, reset) = match nth {
+        0 => (200, 2, window_ends),
+        1 => (200, 1, window_ends),
+        2 => (403, 0, window_ends),
+        _ => (200, 4_999, window_ends + 3_600),
     };
-    let status = if nth == 3 { 403 } else { 200 };
-    let reset = if nth == 3 { now + 2 } else { now + 3_600 };
     let headers = vec![
         ("date", httpdate::fmt_http_date(SystemTime::now())),
         ("x-ratelimit-limit", "5000".to_owned()),
