@@ -14,7 +14,9 @@ use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
 use support::{TestServer, header};
 use tokio::time::Instant;
 use tower::{Service, ServiceBuilder, ServiceExt};
-use tower_retry_after::{CallCost, Gates, Key, RateLimitInfo, RateLimitLayer, Throttled};
+use tower_retry_after::{
+    CallCost, Gates, HeldBy, Key, RateLimitInfo, RateLimitLayer, RateLimitedExt, Throttled,
+};
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -248,6 +250,48 @@ async fn a_closed_gate_beyond_the_budget_fails_fast_with_throttled() {
         "the failed call sent nothing"
     );
     waiting.abort();
+}
+
+/// A reqwest call's result reads as a tower stack's: the 429 over the cap comes back at once,
+/// rate limited for its wait; the next call, declined at the gate, rate limited with nothing
+/// sent; a connect error is not rate limited.
+#[tokio::test(start_paused = true)]
+async fn a_refusal_and_a_declined_call_read_as_rate_limited_and_a_connect_error_does_not() {
+    let server = TestServer::start(fails(429, usize::MAX, vec![header("retry-after", 3600)])).await;
+    let client = client(&RateLimitLayer::new());
+    let result = client.get(server.url("/items")).send().await;
+    assert_eq!(
+        result.as_ref().unwrap().status(),
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    let limited = result.rate_limited().expect("a 429 is rate limited");
+    assert_eq!(limited.retry_after(), Some(3600 * SECOND));
+    assert!(limited.sent());
+    let result = client.get(server.url("/items")).send().await;
+    let error = result.as_ref().unwrap_err();
+    assert!(
+        tower_retry_after::reqwest::throttled(error).is_some(),
+        "{error}"
+    );
+    let limited = result.rate_limited().expect("Throttled is rate limited");
+    assert!(limited.retry_after() > Some(3500 * SECOND));
+    let by_the_429 = HeldBy::RetryAfter {
+        status: StatusCode::TOO_MANY_REQUESTS,
+    };
+    assert_eq!(limited.held_by(), Some(by_the_429));
+    assert!(!limited.sent());
+    assert_eq!(
+        server.count("GET", "/items"),
+        1,
+        "the second call sent nothing"
+    );
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let result = client.get(format!("http://{closed}/items")).send().await;
+    assert!(result.as_ref().unwrap_err().is_connect());
+    assert_eq!(result.rate_limited(), None);
 }
 
 /// A connect error sent nothing, so even a POST is retried; the attempts are counted by a
