@@ -14,6 +14,8 @@
 //! The response it returns carries the last [`RateLimitInfo`] and what the call cost
 //! ([`CallCost`]: the requests sent, the time waited). Calls are gated per [`Key`] (the
 //! origin, unless a key function names another limit), and [`Gates`] read any key's state.
+//! Whichever way a call ends, [`RateLimitedExt::rate_limited`] says whether it was rate
+//! limited and for how long: a refusal returned, or [`Throttled`], read alike.
 //!
 //! The rules, each with its reason:
 //!
@@ -86,6 +88,7 @@ mod jitter;
 mod key;
 mod layer;
 pub mod policy;
+mod rate_limited;
 #[cfg(feature = "redis")]
 mod redis;
 #[cfg(feature = "reqwest")]
@@ -106,6 +109,7 @@ pub use headers::{Figures, Found, Meter, RateLimitInfo, ReadHeaders, ResponseClo
 pub use key::{InvalidOrigin, Key};
 pub use layer::RateLimitLayer;
 pub use policy::BoxError;
+pub use rate_limited::{RateLimited, RateLimitedExt};
 #[cfg(feature = "redis")]
 pub use redis::RedisStore;
 pub use service::RateLimit;

@@ -14,6 +14,9 @@
 /// output): spending less is never early, spending more than declared is found out by the
 /// server's next count.
 ///
+/// Through reqwest (feature `reqwest`), declare it with reqwest-middleware's
+/// `RequestBuilder::with_extension(TokenCost::new(..))`.
+///
 /// # Example
 ///
 /// ```

@@ -14,7 +14,10 @@ use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
 use support::{TestServer, header};
 use tokio::time::Instant;
 use tower::{Service, ServiceBuilder, ServiceExt};
-use tower_retry_after::{CallCost, Gates, Key, RateLimitInfo, RateLimitLayer, Throttled};
+use tower_retry_after::{
+    CallCost, Gates, HeldBy, Key, RateLimitInfo, RateLimitLayer, RateLimitedExt, Throttled,
+    TokenCost,
+};
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -248,6 +251,117 @@ async fn a_closed_gate_beyond_the_budget_fails_fast_with_throttled() {
         "the failed call sent nothing"
     );
     waiting.abort();
+}
+
+/// A reqwest call's result reads as a tower stack's: the 429 over the cap comes back at once,
+/// rate limited for its wait; the next call, declined at the gate, rate limited with nothing
+/// sent; a connect error is not rate limited.
+#[tokio::test(start_paused = true)]
+async fn a_refusal_and_a_declined_call_read_as_rate_limited_and_a_connect_error_does_not() {
+    let server = TestServer::start(fails(429, usize::MAX, vec![header("retry-after", 3600)])).await;
+    let client = client(&RateLimitLayer::new());
+    let result = client.get(server.url("/items")).send().await;
+    assert_eq!(
+        result.as_ref().unwrap().status(),
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    let limited = result.rate_limited().expect("a 429 is rate limited");
+    assert_eq!(limited.retry_after(), Some(3600 * SECOND));
+    assert!(limited.sent());
+    let result = client.get(server.url("/items")).send().await;
+    let error = result.as_ref().unwrap_err();
+    assert!(
+        tower_retry_after::reqwest::throttled(error).is_some(),
+        "{error}"
+    );
+    let limited = result.rate_limited().expect("Throttled is rate limited");
+    assert!(limited.retry_after() > Some(3500 * SECOND));
+    let by_the_429 = HeldBy::RetryAfter {
+        status: StatusCode::TOO_MANY_REQUESTS,
+    };
+    assert_eq!(limited.held_by(), Some(by_the_429));
+    assert!(!limited.sent());
+    assert_eq!(
+        server.count("GET", "/items"),
+        1,
+        "the second call sent nothing"
+    );
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let result = client.get(format!("http://{closed}/items")).send().await;
+    assert!(result.as_ref().unwrap_err().is_connect());
+    assert_eq!(result.rate_limited(), None);
+}
+
+/// An OpenAI-like server that reports 1,000 tokens left, for 3 s, on every answer.
+async fn thousand_tokens_left_for_three_seconds() -> TestServer {
+    TestServer::start(|_, _, nth| {
+        let headers = vec![
+            header("x-ratelimit-limit-requests", 500),
+            header("x-ratelimit-remaining-requests", 499 - nth),
+            header("x-ratelimit-limit-tokens", 10_000),
+            header("x-ratelimit-remaining-tokens", 1_000),
+            header("x-ratelimit-reset-tokens", "3s"),
+        ];
+        (200, headers)
+    })
+    .await
+}
+
+/// Asserts the second request on `path` went no sooner than the token meter's reset, 3 s after
+/// the first answer reported it, and not much later.
+fn held_until_the_reset(server: &TestServer, path: &str) {
+    let arrivals = server.arrivals("POST", path);
+    assert_eq!(arrivals.len(), 2, "nothing sent twice");
+    let gap = arrivals[1] - arrivals[0];
+    assert!(gap >= 3 * SECOND, "sent {gap:?} after the meter was read");
+    assert!(gap < 5 * SECOND, "held {gap:?}");
+}
+
+/// A `TokenCost` declared with reqwest-middleware's `with_extension` reaches the key's gate:
+/// the server has said 1,000 tokens are left, so a call declaring 1,500 waits for the meter's
+/// reset instead of being sent to be refused.
+#[tokio::test(start_paused = true)]
+async fn a_token_cost_declared_with_with_extension_holds_the_call_at_a_meter_that_lacks_it() {
+    let server = thousand_tokens_left_for_three_seconds().await;
+    let url = server.url("/v1/chat/completions");
+    let client = client(&RateLimitLayer::new());
+    client.post(&url).body("{}").send().await.unwrap();
+    let response = client
+        .post(&url)
+        .with_extension(TokenCost::new(1_000, 500))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    held_until_the_reset(&server, "/v1/chat/completions");
+    let cost = response.extensions().get::<CallCost>().unwrap();
+    assert_eq!(cost.attempts(), 1);
+    assert!(
+        cost.waited() > 2 * SECOND,
+        "it waited at the gate: {cost:?}"
+    );
+}
+
+/// The same for a `TokenCost` an `http::Request` carried into the `reqwest::Request` made from
+/// it: reqwest keeps it in the request's own extensions.
+#[tokio::test(start_paused = true)]
+async fn a_token_cost_in_the_reqwest_requests_own_extensions_holds_the_call_too() {
+    let server = thousand_tokens_left_for_three_seconds().await;
+    let url = server.url("/v1/chat/completions");
+    let client = client(&RateLimitLayer::new());
+    client.post(&url).body("{}").send().await.unwrap();
+    let request = http::Request::post(&url)
+        .extension(TokenCost::new(1_000, 500))
+        .body("{}")
+        .unwrap();
+    let request = reqwest::Request::try_from(request).unwrap();
+    let response = client.execute(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    held_until_the_reset(&server, "/v1/chat/completions");
 }
 
 /// A connect error sent nothing, so even a POST is retried; the attempts are counted by a

@@ -18,8 +18,15 @@
 //!   `reqwest::Response`'s `extensions()`.
 //! - A call the layer gives up on fails with `reqwest_middleware::Error::Middleware` holding a
 //!   [`Throttled`]: [`throttled`] finds it. The chain's own errors come back as they were.
+//! - Whether a call was rate limited, and for how long, from its result:
+//!   [`rate_limited`](RateLimitedExt::rate_limited) reads a refusal returned and a
+//!   [`Throttled`] alike.
 //! - The chain's `Extensions`: each attempt starts from the caller's, and the caller gets back
 //!   those of the attempt whose response it gets.
+//! - A [`TokenCost`](crate::TokenCost) declared with reqwest-middleware's
+//!   `RequestBuilder::with_extension` (or carried by an `http::Request` into the
+//!   `reqwest::Request` made from it) is spent at the key's gate, as for a hyper stack; where
+//!   both declare one, `with_extension`'s.
 //!
 //! # With `reqwest-retry` and `reqwest-tracing`
 //!
@@ -80,6 +87,7 @@ use crate::future::ResponseFuture;
 use crate::gate::Gates;
 use crate::layer::RateLimitLayer;
 use crate::policy::{Policy, StatusPolicy};
+use crate::rate_limited::{RateLimited, RateLimitedExt};
 use crate::throttled::Throttled;
 
 pub use convert::{RequestBody, ResponseBody};
@@ -156,8 +164,8 @@ where
         next: Next<'_>,
     ) -> reqwest_middleware::Result<reqwest::Response> {
         // The caller's extensions are copied, not taken: a call dropped midway leaves them.
-        let request = convert::to_engine(request, extensions.clone())
-            .map_err(reqwest_middleware::Error::middleware)?;
+        // A URL that is no URI fails as reqwest itself fails it: a reqwest error.
+        let request = convert::to_engine(request, extensions.clone())?;
         let call = ResponseFuture::new(
             Downstream { next },
             self.policy.clone(),
@@ -188,6 +196,54 @@ pub fn throttled(error: &reqwest_middleware::Error) -> Option<&Throttled> {
             .chain()
             .find_map(|cause| cause.downcast_ref::<Throttled>()),
         reqwest_middleware::Error::Reqwest(_) => None,
+    }
+}
+
+/// A reqwest client's result read as rate limited or not, as for a tower stack's: a 429 (or a
+/// 403 refusal) returned, with the wait it names, or a call the layer declined
+/// ([`Throttled`], under any context a middleware around it added). A `reqwest::Error` is a
+/// transport error, not rate limited, and so is a `tokio::time::timeout` around the call
+/// that ran out (see [`RateLimitedExt`]).
+///
+/// ```
+/// use std::time::Duration;
+/// use reqwest_middleware::ClientBuilder;
+/// use tower_retry_after::{RateLimitLayer, RateLimitedExt};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # // A stand-in for the API, on loopback, refusing every call for an hour.
+/// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// # let api = format!("http://{}", listener.local_addr()?);
+/// # let refusal = (http::StatusCode::TOO_MANY_REQUESTS, [("retry-after", "3600")]);
+/// # let routes = axum::Router::new().route("/user", axum::routing::get(move || async move { refusal }));
+/// # tokio::spawn(async move { axum::serve(listener, routes).await });
+/// let client = ClientBuilder::new(reqwest::Client::new())
+///     .with(RateLimitLayer::new().middleware())
+///     .build();
+///
+/// // The 429 comes back at once (an hour is over the cap); the next call is declined, unsent.
+/// for sent in [true, false] {
+///     let result = client.get(format!("{api}/user")).send().await;
+///     match result.rate_limited() {
+///         Some(limited) => {
+///             assert!(limited.retry_after() > Some(Duration::from_secs(3500)));
+///             assert_eq!(limited.sent(), sent);
+///         }
+///         None => println!("{}", result?.status()),
+///     }
+/// }
+/// # Ok(())
+/// # }
+/// ```
+impl RateLimitedExt for reqwest_middleware::Result<reqwest::Response> {
+    fn rate_limited(&self) -> Option<RateLimited> {
+        match self {
+            Ok(response) => {
+                RateLimited::refusal(response.status(), response.headers(), response.extensions())
+            }
+            Err(error) => throttled(error).map(RateLimited::from),
+        }
     }
 }
 
@@ -225,5 +281,73 @@ impl<'a> Service<http::Request<RequestBody>> for Downstream<'a> {
             let response = next.run(request, &mut extensions).await?;
             Ok(convert::from_reqwest(response, extensions))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use http::StatusCode;
+
+    use super::*;
+    use crate::headers::RateLimitInfo;
+    use crate::key::Key;
+    use crate::throttled::HeldBy;
+
+    fn refusal(
+        status: u16,
+        headers: &[(&str, &str)],
+    ) -> reqwest_middleware::Result<reqwest::Response> {
+        let mut response = http::Response::builder().status(status);
+        for (name, value) in headers {
+            response = response.header(*name, *value);
+        }
+        let mut response = response.body("").unwrap();
+        let info = RateLimitInfo::from_headers(response.headers(), SystemTime::now());
+        response.extensions_mut().insert(info);
+        Ok(reqwest::Response::from(response))
+    }
+
+    #[test]
+    fn a_refusal_a_reqwest_client_returns_is_rate_limited_for_the_wait_it_names() {
+        let limited = refusal(
+            429,
+            &[
+                ("retry-after", "20"),
+                ("ratelimit", r#""default";r=0;t=40"#),
+            ],
+        )
+        .rate_limited()
+        .unwrap();
+        assert_eq!(limited.retry_after(), Some(Duration::from_secs(40)));
+        assert_eq!(limited.status(), Some(StatusCode::TOO_MANY_REQUESTS));
+        assert!(limited.sent());
+        let spent = [
+            ("x-ratelimit-resource", "core"),
+            ("x-ratelimit-remaining", "0"),
+            ("x-ratelimit-reset", "600"),
+        ];
+        assert!(refusal(403, &spent).rate_limited().is_some());
+        assert_eq!(refusal(403, &[]).rate_limited(), None);
+        assert_eq!(refusal(200, &spent).rate_limited(), None);
+    }
+
+    #[test]
+    fn throttled_under_context_is_rate_limited_and_the_chains_own_errors_are_not() {
+        let held_by = HeldBy::RetryAfter {
+            status: StatusCode::TOO_MANY_REQUESTS,
+        };
+        let declined = Throttled::new(Key::named("api"), Duration::from_secs(9), held_by);
+        let error = anyhow::Error::new(declined).context("an outer middleware's context");
+        let result: reqwest_middleware::Result<reqwest::Response> =
+            Err(reqwest_middleware::Error::Middleware(error));
+        let limited = result.rate_limited().unwrap();
+        assert_eq!(limited.retry_after(), Some(Duration::from_secs(9)));
+        assert_eq!(limited.held_by(), Some(held_by));
+        assert!(!limited.sent());
+        let theirs = reqwest_middleware::Error::middleware(std::io::Error::other("refused"));
+        let result: reqwest_middleware::Result<reqwest::Response> = Err(theirs);
+        assert_eq!(result.rate_limited(), None);
     }
 }
