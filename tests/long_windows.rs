@@ -214,7 +214,11 @@ async fn a_spent_hourly_quota_is_never_walked_into_and_fails_calls_fast_until_it
         } else {
             token
         };
-        assert_eq!(spent, [expected.clone()], "the limit that holds the token");
+        assert_eq!(
+            spent,
+            std::slice::from_ref(&expected),
+            "the limit that holds the token"
+        );
         assert!(gates.keys().contains(&expected));
 
         tokio::time::sleep(HOUR).await;

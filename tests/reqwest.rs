@@ -346,24 +346,6 @@ async fn a_token_cost_declared_with_with_extension_holds_the_call_at_a_meter_tha
     );
 }
 
-/// The same for a `TokenCost` an `http::Request` carried into the `reqwest::Request` made from
-/// it: reqwest keeps it in the request's own extensions.
-#[tokio::test(start_paused = true)]
-async fn a_token_cost_in_the_reqwest_requests_own_extensions_holds_the_call_too() {
-    let server = thousand_tokens_left_for_three_seconds().await;
-    let url = server.url("/v1/chat/completions");
-    let client = client(&RateLimitLayer::new());
-    client.post(&url).body("{}").send().await.unwrap();
-    let request = http::Request::post(&url)
-        .extension(TokenCost::new(1_000, 500))
-        .body("{}")
-        .unwrap();
-    let request = reqwest::Request::try_from(request).unwrap();
-    let response = client.execute(request).await.unwrap();
-    assert_eq!(response.status(), StatusCode::OK);
-    held_until_the_reset(&server, "/v1/chat/completions");
-}
-
 /// A connect error sent nothing, so even a POST is retried; the attempts are counted by a
 /// middleware under the layer, since no server sees them.
 #[tokio::test(start_paused = true)]
@@ -524,4 +506,71 @@ async fn reqwest_retry_after_the_layer_resends_inside_the_window() {
         "{} sent",
         server.count("POST", "/capture")
     );
+}
+
+/// Ten tasks of three calls each through reqwest against a six-minute token quota of ten
+/// requests' tokens, as `tests/token_meters.rs` runs it over hyper: declaring the cost with
+/// `with_extension`, cold and warm, no request is refused; without, the calls in flight when
+/// the server says the meter is spent are.
+#[tokio::test(start_paused = true)]
+async fn declared_token_costs_keep_reqwest_calls_off_a_token_quota_longer_than_the_cap() {
+    use support::token_api::{SPENDS, token_api};
+    let mut figures = Vec::new();
+    for declared in [true, false] {
+        for warm in [false, true] {
+            let (server, refused) = token_api(10 * SPENDS).await;
+            let url = server.url("/v1/chat/completions");
+            let client = client(&RateLimitLayer::new());
+            let send = move |client: ClientWithMiddleware, url: String| async move {
+                let mut request = client.post(url).body("{}");
+                if declared {
+                    request = request.with_extension(TokenCost::new(100, SPENDS - 100));
+                }
+                request.send().await
+            };
+            if warm {
+                let first = send(client.clone(), url.clone()).await.unwrap();
+                assert_eq!(first.status(), StatusCode::OK);
+            }
+            let tasks: Vec<_> = (0..10)
+                .map(|_| {
+                    let (client, url) = (client.clone(), url.clone());
+                    tokio::spawn(async move {
+                        let mut answered = 0;
+                        for _ in 0..3 {
+                            let result = send(client.clone(), url.clone()).await;
+                            if result.as_ref().is_ok_and(|r| r.status() == StatusCode::OK) {
+                                answered += 1;
+                            } else {
+                                assert!(result.rate_limited().is_some(), "{result:?}");
+                            }
+                        }
+                        answered
+                    })
+                })
+                .collect();
+            let mut answered = 0;
+            for task in tasks {
+                answered += task.await.unwrap();
+            }
+            assert_eq!(answered + usize::from(warm), 10, "the quota spent whole");
+            let refused = *refused.lock().unwrap();
+            figures.push((declared, warm, refused));
+            if declared {
+                assert!(refused <= 1, "warm {warm}: {refused} refused");
+            }
+        }
+    }
+    let refused = |declared| {
+        figures
+            .iter()
+            .filter(|(d, ..)| *d == declared)
+            .map(|(.., refused)| *refused)
+            .sum::<u64>()
+    };
+    assert!(
+        refused(true) < refused(false),
+        "(declared, warm, refused): {figures:?}"
+    );
+    println!("(declared, warm, refused): {figures:?}");
 }

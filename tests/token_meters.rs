@@ -5,21 +5,17 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, StatusCode};
 use http_body_util::Full;
-use support::{TestServer, client, header};
+use support::token_api::{SPENDS, token_api};
+use support::{TestServer, client};
 use tokio::time::Instant;
 use tower::util::BoxCloneService;
 use tower::{ServiceBuilder, ServiceExt};
 use tower_retry_after::{BoxError, HeldBy, RateLimitLayer, Throttled, TokenCost, Unit};
-
-/// What every request spends of the token quota, and what its caller declares.
-const SPENDS: u64 = 500;
-const WINDOW: Duration = Duration::from_secs(360);
 
 type Client =
     BoxCloneService<Request<Full<Bytes>>, http::Response<hyper::body::Incoming>, BoxError>;
@@ -31,41 +27,6 @@ fn stack() -> Client {
             .layer(RateLimitLayer::new())
             .service(client()),
     )
-}
-
-/// An API with `tokens` a six-minute window, each request spending [`SPENDS`]: a request the
-/// quota cannot cover is refused (429) with what is left, and no `Retry-After`, as OpenAI's
-/// token refusals come; the request quota never binds.
-async fn token_api(tokens: u64) -> (TestServer, Arc<Mutex<u64>>) {
-    let refused = Arc::new(Mutex::new(0));
-    let count = refused.clone();
-    let left = Arc::new(Mutex::new(tokens));
-    let start = Instant::now();
-    let server = TestServer::start(move |_, _, _| {
-        let mut left = left.lock().unwrap();
-        let status = if *left >= SPENDS {
-            *left -= SPENDS;
-            200
-        } else {
-            *count.lock().unwrap() += 1;
-            429
-        };
-        let reset = WINDOW.saturating_sub(start.elapsed()).as_secs();
-        let headers = vec![
-            header("x-ratelimit-limit-requests", 10_000),
-            header("x-ratelimit-remaining-requests", 9_999),
-            header("x-ratelimit-reset-requests", "6ms"),
-            header("x-ratelimit-limit-tokens", tokens),
-            header("x-ratelimit-remaining-tokens", *left),
-            header(
-                "x-ratelimit-reset-tokens",
-                format!("{}m{}s", reset / 60, reset % 60),
-            ),
-        ];
-        (status, headers)
-    })
-    .await;
-    (server, refused)
 }
 
 fn request(server: &TestServer, declared: bool) -> Request<Full<Bytes>> {

@@ -3,16 +3,15 @@
 //!
 //! The engine reads a request's method, URI, headers and declared [`TokenCost`] and a
 //! response's status and headers, and keeps the rest as an opaque body. So only the headers
-//! move out of reqwest's values (and back in before they are sent or returned); everything
-//! else stays where reqwest put it. That is why the bodies here are reqwest's whole values
-//! rather than `reqwest::Body`: reqwest's own conversions to `http` drop a response's URL, and
-//! a `reqwest::Body` that is in memory can be copied from outside reqwest only byte by byte,
-//! where `Request::try_clone` shares the bytes. A request still makes one round trip through
-//! those conversions as it enters: they are the only way to its own extensions.
+//! move out of reqwest's values (and back in before they are sent or returned), and the cost
+//! is copied from the chain's extensions; everything else stays where reqwest put it. That is
+//! why the bodies here are reqwest's whole values rather than `reqwest::Body`: reqwest's own
+//! conversions to `http` drop a response's URL, and a `reqwest::Body` that is in memory can be
+//! copied from outside reqwest only byte by byte, where `Request::try_clone` shares the bytes.
 
 use std::fmt;
 
-use http::Extensions;
+use http::{Extensions, Uri};
 
 use crate::Throttled;
 use crate::policy::{BoxError, ReplayBody};
@@ -68,32 +67,19 @@ impl ReplayBody for RequestBody {
 }
 
 /// `request` as the engine reads it, carrying the chain's `extensions` for each attempt, with
-/// the [`TokenCost`] its caller declared where the engine reads it (the `http::Request`'s
-/// extensions): the chain's (reqwest-middleware's `with_extension`), else the request's own
-/// (where `reqwest::Request::try_from` puts an `http::Request`'s).
+/// the [`TokenCost`] its caller declared there (reqwest-middleware's `with_extension`) where
+/// the engine reads it, in the `http::Request`'s extensions.
 ///
 /// Fails only for a URL that is not a valid URI without its fragment (a fragment is never sent).
 pub(super) fn to_engine(
-    request: reqwest::Request,
+    mut request: reqwest::Request,
     extensions: Extensions,
-) -> Result<http::Request<RequestBody>, reqwest::Error> {
-    let url = request.url().clone();
-    let bodiless = request.body().is_none();
-    // reqwest opens a request's own extensions only to its conversions to and from `http`, so
-    // the request goes there and back; of what those change, the URL loses its fragment and a
-    // missing body becomes an empty one, and both are put back.
-    let (mut head, body) = http::Request::<reqwest::Body>::try_from(request)?.into_parts();
-    let cost = extensions
-        .get::<TokenCost>()
-        .or_else(|| head.extensions.get::<TokenCost>())
-        .copied();
-    let headers = std::mem::take(&mut head.headers);
-    let (method, uri, version) = (head.method.clone(), head.uri.clone(), head.version);
-    let mut request = reqwest::Request::try_from(http::Request::from_parts(head, body))?;
-    *request.url_mut() = url;
-    if bodiless {
-        *request.body_mut() = None;
-    }
+) -> Result<http::Request<RequestBody>, http::uri::InvalidUri> {
+    let uri = Uri::try_from(without_fragment(request.url()))?;
+    let method = request.method().clone();
+    let version = request.version();
+    let headers = std::mem::take(request.headers_mut());
+    let cost = extensions.get::<TokenCost>().copied();
     let mut engine = http::Request::new(RequestBody {
         request,
         extensions,
@@ -106,6 +92,16 @@ pub(super) fn to_engine(
         engine.extensions_mut().insert(cost);
     }
     Ok(engine)
+}
+
+/// The text of `url` up to its fragment.
+fn without_fragment(url: &reqwest::Url) -> &str {
+    let text = url.as_str();
+    match url.fragment() {
+        // The fragment and its `#`.
+        Some(fragment) => &text[..text.len() - fragment.len() - 1],
+        None => text,
+    }
 }
 
 /// An attempt of the engine's as reqwest sends it, with the chain's extensions for it.
@@ -223,51 +219,16 @@ mod tests {
         assert_eq!(chain.get::<Marker>(), Some(&Marker(1)));
     }
 
-    /// A request as reqwest makes it from an `http::Request` carrying `cost`.
-    fn declaring(cost: TokenCost) -> reqwest::Request {
-        let request = http::Request::post("https://api.test/v1/chat/completions")
-            .extension(cost)
-            .body("{}")
-            .unwrap();
-        reqwest::Request::try_from(request).unwrap()
-    }
-
-    fn declared(engine: &http::Request<RequestBody>) -> Option<TokenCost> {
-        engine.extensions().get::<TokenCost>().copied()
-    }
-
     #[test]
-    fn a_declared_cost_reaches_the_engine_from_the_chain_or_else_the_requests_own() {
+    fn a_cost_declared_in_the_chains_extensions_reaches_the_engine() {
+        let declared =
+            |engine: &http::Request<RequestBody>| engine.extensions().get::<TokenCost>().copied();
         let mut chain = Extensions::new();
         chain.insert(TokenCost::new(100, 400));
-        let engine = to_engine(request(reqwest::Body::from("{}")), chain.clone()).unwrap();
+        let engine = to_engine(request(reqwest::Body::from("{}")), chain).unwrap();
         assert_eq!(declared(&engine), Some(TokenCost::new(100, 400)));
-        let own = to_engine(declaring(TokenCost::new(7, 8)), Extensions::new()).unwrap();
-        assert_eq!(declared(&own), Some(TokenCost::new(7, 8)));
-        let both = to_engine(declaring(TokenCost::new(7, 8)), chain).unwrap();
-        assert_eq!(
-            declared(&both),
-            Some(TokenCost::new(100, 400)),
-            "the chain's"
-        );
         let neither = to_engine(request(reqwest::Body::from("{}")), Extensions::new()).unwrap();
         assert_eq!(declared(&neither), None);
-    }
-
-    #[test]
-    fn reading_the_requests_own_extensions_leaves_the_request_as_it_was() {
-        let url: reqwest::Url = "https://api.test/v1/items#top".parse().unwrap();
-        let mut bodiless = reqwest::Request::new(Method::GET, url.clone());
-        *bodiless.timeout_mut() = Some(Duration::from_secs(7));
-        let (sent, _) = to_reqwest(to_engine(bodiless, Extensions::new()).unwrap());
-        assert!(sent.body().is_none());
-        assert_eq!(sent.url(), &url);
-        assert_eq!(sent.timeout(), Some(&Duration::from_secs(7)));
-        let (sent, _) =
-            to_reqwest(to_engine(declaring(TokenCost::new(7, 8)), Extensions::new()).unwrap());
-        let sent = http::Request::<reqwest::Body>::try_from(sent).unwrap();
-        let kept = sent.extensions().get::<TokenCost>();
-        assert_eq!(kept, Some(&TokenCost::new(7, 8)), "still the request's own");
     }
 
     #[test]

@@ -24,9 +24,7 @@
 //! - The chain's `Extensions`: each attempt starts from the caller's, and the caller gets back
 //!   those of the attempt whose response it gets.
 //! - A [`TokenCost`](crate::TokenCost) declared with reqwest-middleware's
-//!   `RequestBuilder::with_extension` (or carried by an `http::Request` into the
-//!   `reqwest::Request` made from it) is spent at the key's gate, as for a hyper stack; where
-//!   both declare one, `with_extension`'s.
+//!   `RequestBuilder::with_extension` is spent at the key's gate, as for a hyper stack.
 //!
 //! # With `reqwest-retry` and `reqwest-tracing`
 //!
@@ -164,8 +162,8 @@ where
         next: Next<'_>,
     ) -> reqwest_middleware::Result<reqwest::Response> {
         // The caller's extensions are copied, not taken: a call dropped midway leaves them.
-        // A URL that is no URI fails as reqwest itself fails it: a reqwest error.
-        let request = convert::to_engine(request, extensions.clone())?;
+        let request = convert::to_engine(request, extensions.clone())
+            .map_err(reqwest_middleware::Error::middleware)?;
         let call = ResponseFuture::new(
             Downstream { next },
             self.policy.clone(),

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test file uses its own part of the support
 
 pub mod raw;
+pub mod token_api;
 pub mod vectors;
 
 use std::convert::Infallible;
