@@ -380,11 +380,12 @@ impl Said {
         // What the gate takes is the latest the server named within the horizon: a wait
         // beyond it is absurd and not remembered (its call is returned at once), but it does
         // not erase a window named within it, as a 429's `Retry-After` beside a meter's reset
-        // years away.
+        // years away. Where all it named is beyond the horizon, that is kept, and closes
+        // nothing: taken for no instruction at all, it would close the gate for a guess.
         let closing = if settings.respect_remaining {
-            named_wait(info, settings.horizon)
+            named_wait(info, settings.horizon).or(named)
         } else {
-            retry_after.filter(|(wait, _)| *wait <= settings.horizon)
+            retry_after
         };
         // What is remembered reaches as far as the horizon, measured from when the meters
         // were read, as their resets are (from `now`, taken a moment before, a reset of
@@ -633,21 +634,28 @@ mod tests {
             ("x-ratelimit-remaining", "0"),
             ("x-ratelimit-reset", "259200"),
         ]);
-        let answer = Said::of(&refusal, now, true, &settings).answer();
+        // As a 429 is read: `Said::read` marks the refusal.
+        let refused = |info| Answer {
+            refused: true,
+            ..Said::of(info, now, true, &settings).answer()
+        };
+        let answer = refused(&refusal);
         assert_eq!(
             answer.instruction,
             Some(Duration::from_secs(259_200)),
             "its call is returned at once"
         );
+        let closed = crate::budget::closure(answer, None, &settings, 0.0);
         assert_eq!(
-            answer.closing,
+            closed,
             Some(Duration::from_secs(5)),
             "the 429's window holds"
         );
         let absurd = info(&[("retry-after", "99999999999999999999")]);
         assert_eq!(
-            Said::of(&absurd, now, true, &settings).answer().closing,
-            None
+            crate::budget::closure(refused(&absurd), None, &settings, 0.0),
+            None,
+            "neither remembered nor guessed at"
         );
     }
 
