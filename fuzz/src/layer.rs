@@ -32,6 +32,8 @@
 //!   an instruction that long gets), the call ends at once with `Throttled`, sends nothing, and
 //!   is told at least the time left; and a call ends so only then: nothing beyond the horizon
 //!   is remembered, and nothing is held longer than the server said;
+//! - after nothing but 429s whose one instruction lies beyond the horizon, a call goes at once:
+//!   such a refusal closes nothing, not even for a guess;
 //! - a retry never follows its answer back to back: at least the backoff's floor, and at least
 //!   the answer's own instruction;
 //! - a POST or PATCH goes again only after a 429, or an answer that said
@@ -507,6 +509,9 @@ struct Reading {
     holds_at_least: Duration,
     /// The most it may hold later calls for: the same read loosest, with the whole spread.
     holds_at_most: Duration,
+    /// A 429 whose one instruction lies beyond the horizon, with no meter: it closes nothing,
+    /// not even for the guess a 429 without an instruction gets.
+    absurd_refusal: bool,
 }
 
 fn read(attempt: &Attempt, horizon: Duration) -> Reading {
@@ -538,6 +543,9 @@ fn read(attempt: &Attempt, horizon: Duration) -> Reading {
         instruction: retry_after.max(least_spent.iter().copied().max()),
         holds_at_least: holds_at_least.max().unwrap_or_default(),
         holds_at_most: holds_at_most.max().map_or(Duration::ZERO, with_spread),
+        absurd_refusal: attempt.status == Some(429)
+            && own.meters().is_empty()
+            && retry_after.is_some_and(|wait| wait > horizon),
     }
 }
 
@@ -654,6 +662,20 @@ fn check_call(
         assert!(
             told >= at_least,
             "told {told:?} of {at_least:?}: {attempts:#?}"
+        );
+    }
+    // After nothing but such refusals (and transport errors, which say nothing), nothing holds
+    // the call: it goes at once. Before any answer was accepted, nothing is learned either.
+    let absurd_only = attempts
+        .iter()
+        .zip(readings)
+        .filter(|(attempt, _)| attempt.call < index)
+        .all(|(_, reading)| reading.as_ref().is_none_or(|r| r.absurd_refusal));
+    if index > 0 && absurd_only {
+        assert!(
+            mine.first()
+                .is_some_and(|first| first.arrived == call.started),
+            "call {index} held after refusals beyond the horizon: {call:?} {attempts:#?}"
         );
     }
     if mine.is_empty() {
