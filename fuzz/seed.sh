@@ -41,15 +41,18 @@ inputs | sed 's/ || /\n/g' | grep -iE '^ratelimit' | sed -E 's/^[A-Za-z-]+: ?//'
     printf '%s' "$value" > "$here/corpus/structured_reference/seed-$(printf %03d $n)"
   done
 
-# The layer's seeds: a first byte for method, settings and calls, then four bytes an answer
-# (status, headers, value, delay); see fuzz/src/layer.rs.
+# The layer's seeds: three bytes for the run (method, settings and calls; the server clock's
+# fraction of a second; the pauses between calls), then four bytes an answer (status, headers,
+# value, timing); see fuzz/src/layer.rs. Among them: backend B's 429 after backend A's meter, a
+# cache's stale 429, instructions over the cap, at the horizon and beyond it, a spent hour.
 mkdir -p "$here/corpus/layer"
 rm -f "$here/corpus/layer"/seed-*
 n=0
 for seed in \
-  '\000\000\001\002\000' '\001\005\000\000\000' '\000\006\001\006\000' '\042\003\004\010\000' \
-  '\001\000\001\011\000' '\004\000\001\004\000\000\001\001\003' '\000\013\000\000\000\013\000\000\000' \
-  '\001\005\020\000\000' '\041\000\014\010\004\003\000\000\000' '\000\000\041\012\003\000\002\000\000'; do
+  '\020\125\000\003\010\001\000\000\111\052\020' '\000\000\000\006\000\000\004\000\001\012\030' \
+  '\060\000\014\000\001\015\000' '\020\000\000\000\001\011\000' '\120\000\000\000\001\015\000' \
+  '\024\000\000\003\110\014\000' '\001\200\000\000\001\001\022' '\014\000\000\000\001\003\000' \
+  '\050\000\012\000\001\005\000' '\001\000\000\006\020\001\000'; do
   n=$((n + 1))
   printf "$seed" > "$here/corpus/layer/seed-$(printf %03d $n)"
 done

@@ -364,17 +364,27 @@ impl Said {
             // Most responses: nothing to weigh.
             return Said::default();
         }
-        let named = named_wait(info);
+        let named = named_wait(info, Duration::MAX);
         let retry_after = info.retry_after().map(|wait| (wait, Named::RetryAfter));
         // A layer that does not respect what remains takes no instruction from a meter for
         // its other calls; but the refused call itself is not resent into a window the server
         // said is spent, whatever the layer holds other calls by.
-        let closing = if settings.respect_remaining {
+        let instruction = if refused || settings.respect_remaining {
             named
         } else {
             retry_after
         };
-        let instruction = if refused { named } else { closing }.map(|(wait, _)| wait);
+        let instruction = instruction.map(|(wait, _)| wait);
+        // What the gate takes is the latest the server named within the horizon: a wait
+        // beyond it is absurd and not remembered (its call is returned at once), but it does
+        // not erase a window named within it, as a 429's `Retry-After` beside a meter's reset
+        // years away. Where all it named is beyond the horizon, that is kept, and closes
+        // nothing: taken for no instruction at all, it would close the gate for a guess.
+        let closing = if settings.respect_remaining {
+            named_wait(info, settings.horizon).or(named)
+        } else {
+            retry_after
+        };
         // What is remembered reaches as far as the horizon, measured from when the meters
         // were read, as their resets are (from `now`, taken a moment before, a reset of
         // exactly the horizon would lie beyond it). Beyond it a reset is absurd or hostile.
@@ -422,16 +432,21 @@ impl Said {
     }
 }
 
-/// The longest wait the server named, and where: its `Retry-After`, or the reset of a meter
-/// that said it is spent, whichever is later (never retry before any time it named).
-fn named_wait(info: &RateLimitInfo) -> Option<(Duration, Named)> {
+/// The longest wait the server named up to `within`, and where: its `Retry-After`, or the
+/// reset of a meter that said it is spent, whichever is later (never retry before any time it
+/// named).
+fn named_wait(info: &RateLimitInfo, within: Duration) -> Option<(Duration, Named)> {
     let spent = info
         .meters()
         .iter()
         .filter(|meter| meter.is_exhausted())
         .filter_map(|meter| Some((meter.reset_in()?, Named::SpentMeter(meter.unit()))))
+        .filter(|(reset, _)| *reset <= within)
         .max_by_key(|(reset, _)| *reset);
-    let retry_after = info.retry_after().map(|wait| (wait, Named::RetryAfter));
+    let retry_after = info
+        .retry_after()
+        .filter(|wait| *wait <= within)
+        .map(|wait| (wait, Named::RetryAfter));
     match (retry_after, spent) {
         (Some(told), Some(spent)) if spent.0 > told.0 => Some(spent),
         (Some(told), _) => Some(told),
@@ -606,6 +621,40 @@ mod tests {
         assert_eq!(accepted.answer().instruction, None);
         let respected = Said::of(&spent, now, false, &Settings::default()).answer();
         assert_eq!(respected.closing, Some(Duration::from_secs(3600)));
+    }
+
+    #[test]
+    fn a_wait_named_beyond_the_horizon_does_not_erase_a_window_named_within_it() {
+        let now = Instant::now();
+        let settings = Settings::default();
+        let refusal = info(&[
+            ("retry-after", "5"),
+            ("x-ratelimit-remaining", "0"),
+            ("x-ratelimit-reset", "259200"),
+        ]);
+        // As a 429 is read: `Said::read` marks the refusal.
+        let refused = |info| Answer {
+            refused: true,
+            ..Said::of(info, now, true, &settings).answer()
+        };
+        let answer = refused(&refusal);
+        assert_eq!(
+            answer.instruction,
+            Some(Duration::from_secs(259_200)),
+            "its call is returned at once"
+        );
+        let closed = crate::budget::closure(answer, None, &settings, 0.0);
+        assert_eq!(
+            closed,
+            Some(Duration::from_secs(5)),
+            "the 429's window holds"
+        );
+        let absurd = info(&[("retry-after", "99999999999999999999")]);
+        assert_eq!(
+            crate::budget::closure(refused(&absurd), None, &settings, 0.0),
+            None,
+            "neither remembered nor guessed at"
+        );
     }
 
     #[test]
