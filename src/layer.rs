@@ -402,9 +402,10 @@ impl<P> RateLimitLayer<P> {
 
     /// Shares `gates` with every other layer given them: a 429 seen through any of them holds
     /// the key's calls through all of them. Layers sharing gates may differ in settings: each
-    /// call is held only by what its own layer respects (its `retry_after_cap` bounds the
-    /// spent windows and paces that hold it, its `respect_remaining` whether they do, its
-    /// `probe_timeout` how long a hung probe holds it).
+    /// call is held only by what its own layer respects (its `retry_after_cap` bounds how long
+    /// it waits out a closure or a spent window, beyond which it fails fast, and which paces
+    /// hold it; its `respect_remaining` whether quotas do; its `probe_timeout` how long a hung
+    /// probe holds it).
     pub fn gates(mut self, gates: Gates) -> Self {
         self.config.gates = gates;
         self

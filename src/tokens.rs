@@ -3,12 +3,15 @@
 /// What a request will spend of the server's token meters (OpenAI's tokens, Anthropic's input
 /// and output tokens), declared by the caller as a request extension.
 ///
-/// A call that declares its cost spends it at its key's gate against the token meters the
-/// server last reported, before it is sent: where a meter has less left than the call will
-/// spend, the call waits for that meter's reset (if its budget allows), instead of being sent
-/// to be refused. A meter of `tokens` is spent by input and output together, one of input
-/// tokens by the input, one of output tokens by the output. Calls that declare nothing are held
-/// by a token meter only once the server says it is spent.
+/// A call that declares its cost spends it against the token meters the server last reported
+/// as it leaves its key's gate, whether at once or after waiting there: where a meter has less
+/// left than the call will spend, the call waits for that meter's reset if its cap and budget
+/// allow (keeping its place among the calls waiting), and fails at once with
+/// [`Throttled`](crate::Throttled) if not, instead of being sent to be refused. A meter of
+/// `tokens` is spent by input and output together, one of input tokens by the input, one of
+/// output tokens by the output. Calls that declare nothing are held by a token meter only once
+/// the server says it is spent. Through reqwest, declare it with reqwest-middleware's
+/// `RequestBuilder::with_extension`.
 ///
 /// Declare the most a request can spend (the prompt's tokens, and `max_tokens` for the
 /// output): spending less is never early, spending more than declared is found out by the
