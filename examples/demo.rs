@@ -7,13 +7,15 @@
 //! The limiter (`--limiter`) counts `L` requests per `W` for its one client, by fixed windows
 //! opening at the client's first request (express-rate-limit's memory store, the default),
 //! fixed windows aligned to the clock (Rack::Attack; `--aligned` says the same), a token
-//! bucket, or a sliding window log; it tells its client what `--headers` says. Both are the
+//! bucket, a sliding window log, a sliding counter that counts refused requests, a leaky
+//! bucket without burst, fixed windows whose limit changes, or a cap on requests in flight;
+//! it tells its client what `--headers` says. Both are the
 //! simulator's own (`examples/simulate/`), as is the workload, so `cargo run --example
 //! simulate` with the same flags predicts this demo's figures.
 //!
 //! Run: `cargo run --example demo`, or with flags:
 //! `cargo run --example demo -- --limit 50 --window 1 --workers 50 --requests 400
-//!  --limiter first-request|aligned|token-bucket|sliding
+//!  --limiter first-request|aligned|token-bucket|sliding|sliding-counter|leaky|changing|in-flight
 //!  --headers draft-8|draft-6|x-ratelimit|x-ratelimit-epoch|retry-after|none
 //!  --round-trip 20-80 [--matrix]`; `--matrix` runs every header style and prints one row each.
 
@@ -60,6 +62,9 @@ async fn serve(limiter: Arc<Mutex<Limiter>>, args: Args) -> std::io::Result<Sock
                     tokio::time::sleep(round_trip / 2).await;
                     let response = limiter.lock().unwrap().answer(wall_clock());
                     tokio::time::sleep(round_trip - round_trip / 2).await;
+                    if response.status().is_success() {
+                        limiter.lock().unwrap().finished();
+                    }
                     let body = Full::new(Bytes::from_static(b"{}"));
                     Ok::<_, Infallible>(response.map(|()| body))
                 }
@@ -86,7 +91,8 @@ async fn run(
         args.limit,
         args.window,
         wall_clock(),
-    );
+    )
+    .holding((args.round_trip.0 + args.round_trip.1) / 4);
     let limiter = Arc::new(Mutex::new(limiter));
     let address = serve(limiter.clone(), *args).await?;
     let progress = ProgressBar::new(args.requests as u64).with_style(

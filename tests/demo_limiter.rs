@@ -214,7 +214,13 @@ fn quickest_client(limiter: &mut Limiter, start: Duration, requests: usize) -> D
 fn the_physical_limit_is_what_the_quickest_client_achieves() {
     // 4 per 2 s: a token every 500 ms, so every limit falls on a millisecond.
     let start = at(1_000_250);
-    for algorithm in Algorithm::ALL {
+    let closed_forms = [
+        Algorithm::FirstRequest,
+        Algorithm::Aligned,
+        Algorithm::TokenBucket,
+        Algorithm::Sliding,
+    ];
+    for algorithm in closed_forms {
         for requests in [1, 4, 5, 10, 30] {
             let window = Duration::from_secs(2);
             let mut limiter = Limiter::new(algorithm, Headers::None, 4, window, start);
@@ -233,4 +239,111 @@ fn a_token_bucket_holds_no_more_than_its_limit_however_long_it_rests() {
     let wait =
         retry_after_of_the_refusal(&mut limiter, &[1_100_300, 1_100_300, 1_100_300], 1_100_300);
     assert_eq!(wait, "4", "a whole token to come: 3.33 s");
+}
+
+/// Asks at each millisecond in `times`: whether each was accepted.
+fn verdicts(limiter: &mut Limiter, times: &[u64]) -> Vec<bool> {
+    times
+        .iter()
+        .map(|&time| limiter.answer(at(time)).status() == StatusCode::OK)
+        .collect()
+}
+
+#[test]
+fn a_leaky_bucket_without_burst_refuses_a_request_sooner_than_its_interval_after_the_last_accepted()
+{
+    // 3 per 10 s: one per 3.333 s; the refused one at 1,002 s takes no slot.
+    let mut limiter = three_per_ten_seconds(Algorithm::Leaky, Headers::RetryAfter);
+    let times = [1_000_300, 1_000_301, 1_002_000, 1_003_634, 1_003_640];
+    assert_eq!(
+        verdicts(&mut limiter, &times),
+        [true, false, false, true, false]
+    );
+    let wait = retry_after_of_the_refusal(&mut limiter, &[], 1_004_000);
+    assert_eq!(wait, "3", "the next slot at 1,006.97 s");
+    assert_eq!(
+        limiter.physical_limit(4),
+        Duration::from_nanos(9_999_999_999)
+    );
+    assert_eq!(limiter.physical_limit(1), Duration::ZERO);
+}
+
+#[test]
+fn a_sliding_counter_counts_refused_requests_and_weighs_the_last_window_by_what_the_span_covers() {
+    let mut limiter = Limiter::new(
+        Algorithm::SlidingCounter,
+        Headers::RetryAfter,
+        3,
+        Duration::from_secs(10),
+        at(1_000_000),
+    );
+    // Window [1,000, 1,010): 3 accepted, then a refusal that counts too.
+    let times = [1_000_000, 1_001_000, 1_002_000, 1_003_000];
+    assert_eq!(verdicts(&mut limiter, &times), [true, true, true, false]);
+    // At 1,012.5 the last window (4 counted) weighs 4 × 0.75 = 3: still the limit.
+    assert_eq!(verdicts(&mut limiter, &[1_012_500]), [false]);
+    // At 1,016 it weighs 4 × 0.4 + 1 (the refusal just counted) = 2.6: below 3.
+    assert_eq!(verdicts(&mut limiter, &[1_016_000]), [true]);
+    // A client that hammers it never gets through: its refusals keep it at the limit.
+    let mut hammered = Limiter::new(
+        Algorithm::SlidingCounter,
+        Headers::RetryAfter,
+        3,
+        Duration::from_secs(10),
+        at(1_000_000),
+    );
+    let every_second: Vec<u64> = (0..60).map(|second| 1_000_000 + 1_000 * second).collect();
+    let accepted = verdicts(&mut hammered, &every_second);
+    assert_eq!(accepted.iter().filter(|&&ok| ok).count(), 3);
+}
+
+#[test]
+fn a_sliding_counters_retry_after_is_when_the_estimate_falls_below_the_limit() {
+    let mut limiter = Limiter::new(
+        Algorithm::SlidingCounter,
+        Headers::RetryAfter,
+        3,
+        Duration::from_secs(10),
+        at(1_000_000),
+    );
+    let wait =
+        retry_after_of_the_refusal(&mut limiter, &[1_000_000, 1_000_000, 1_000_000], 1_001_000);
+    // 4 counted in this window: the next one must weigh them below 3, at 2.5 s into it.
+    assert_eq!(wait, "12", "11.5 s, rounded up");
+}
+
+#[test]
+fn a_limit_that_changes_is_a_quarter_after_five_windows_and_twice_after_ten() {
+    let mut limiter = Limiter::new(
+        Algorithm::Changing,
+        Headers::RetryAfter,
+        8,
+        Duration::from_secs(1),
+        at(1_000_000),
+    );
+    let accepted_in = |limiter: &mut Limiter, window: u64| {
+        let times = vec![1_000_000 + 1_000 * window; 20];
+        verdicts(limiter, &times).iter().filter(|&&ok| ok).count()
+    };
+    let counts: Vec<usize> = (0..12)
+        .map(|window| accepted_in(&mut limiter, window))
+        .collect();
+    assert_eq!(counts, [8, 8, 8, 8, 8, 2, 2, 2, 2, 2, 16, 16]);
+}
+
+#[test]
+fn a_cap_on_requests_in_flight_refuses_while_that_many_are_served_whatever_the_rate() {
+    let mut limiter = Limiter::new(
+        Algorithm::InFlight,
+        Headers::None,
+        8,
+        Duration::from_secs(1),
+        at(1_000_000),
+    )
+    .holding(Duration::from_millis(25));
+    assert_eq!(verdicts(&mut limiter, &[1_000_000; 3]), [true, true, false]);
+    limiter.finished();
+    assert_eq!(verdicts(&mut limiter, &[1_000_001; 2]), [true, false]);
+    // 10 requests, 2 at a time, 25 ms each: 5 rounds, the last beginning after 4.
+    assert_eq!(limiter.physical_limit(10), Duration::from_millis(100));
 }

@@ -1,6 +1,6 @@
 //! The rate limiter that the demo serves over loopback and the simulator serves over its
-//! simulated network: one client's quota, counted by one of four algorithms and told with one
-//! of six header styles. It reads no clock: each answer is given the server's wall clock (the
+//! simulated network: one client's quota, counted by one of eight algorithms (the shapes real
+//! limiters come in) and told with one of six header styles. It reads no clock: each answer is given the server's wall clock (the
 //! system's in the demo, a simulated one in the simulator), so both run the very same limiter.
 //!
 //! Every figure a header carries is in whole seconds, rounded the way real servers round:
@@ -27,14 +27,35 @@ pub enum Algorithm {
     /// At most `limit` accepted requests in any span of `window` (a log of the accepted ones:
     /// counting refused ones would lock out a client that keeps asking).
     Sliding,
+    /// A sliding counter that counts refused requests too (the two-window estimate of
+    /// Cloudflare's and many Redis recipes': the last window's count, weighted by how much of
+    /// it the span still covers, plus this window's): a client that keeps asking keeps itself
+    /// locked out.
+    SlidingCounter,
+    /// A leaky bucket without burst (nginx's `limit_req` with no `burst`): one request per
+    /// `window / limit`, a request sooner than that after the last accepted one is refused.
+    Leaky,
+    /// Fixed windows opening at the first request, whose limit changes: `limit` for the first
+    /// [`PHASE`] windows, a quarter of it for the next [`PHASE`], then twice it.
+    Changing,
+    /// At most a quarter of `limit` (at least one) requests in flight at the server, whatever
+    /// the rate: a request arriving while that many are being served is refused.
+    InFlight,
 }
 
+/// How many windows each limit of [`Algorithm::Changing`] lasts.
+pub const PHASE: u32 = 5;
+
 impl Algorithm {
-    pub const ALL: [Algorithm; 4] = [
+    pub const ALL: [Algorithm; 8] = [
         Algorithm::FirstRequest,
         Algorithm::Aligned,
         Algorithm::TokenBucket,
         Algorithm::Sliding,
+        Algorithm::SlidingCounter,
+        Algorithm::Leaky,
+        Algorithm::Changing,
+        Algorithm::InFlight,
     ];
 
     /// Its name on the command line.
@@ -44,6 +65,10 @@ impl Algorithm {
             Algorithm::Aligned => "aligned",
             Algorithm::TokenBucket => "token-bucket",
             Algorithm::Sliding => "sliding",
+            Algorithm::SlidingCounter => "sliding-counter",
+            Algorithm::Leaky => "leaky",
+            Algorithm::Changing => "changing",
+            Algorithm::InFlight => "in-flight",
         }
     }
 
@@ -53,6 +78,10 @@ impl Algorithm {
             Algorithm::Aligned => "fixed windows aligned to the clock",
             Algorithm::TokenBucket => "a token bucket",
             Algorithm::Sliding => "a sliding window log",
+            Algorithm::SlidingCounter => "a sliding counter that counts refused requests",
+            Algorithm::Leaky => "a leaky bucket without burst",
+            Algorithm::Changing => "fixed windows whose limit changes (L, L/4, 2L)",
+            Algorithm::InFlight => "a cap on requests in flight (L/4)",
         }
     }
 }
@@ -124,6 +153,7 @@ struct Verdict {
 }
 
 /// One client's quota.
+#[derive(Clone)]
 pub struct Limiter {
     algorithm: Algorithm,
     headers: Headers,
@@ -140,6 +170,15 @@ pub struct Limiter {
     refilled: Duration,
     /// Sliding window: when each accepted request still in the span arrived.
     accepted: VecDeque<Duration>,
+    /// Sliding counter: the window before the current one's count (the current one's is
+    /// `used`, from `window_start`).
+    previous: u32,
+    /// Leaky bucket: when the next request may be accepted.
+    next_slot: Duration,
+    /// Requests in flight: accepted and not yet finished.
+    serving: u32,
+    /// How long the server takes on average to serve a request it accepted.
+    hold: Duration,
     /// Every request: when it arrived (since `start`) and whether it was accepted.
     log: Vec<(Duration, bool)>,
 }
@@ -166,8 +205,29 @@ impl Limiter {
             level: u128::from(limit) * window.as_nanos(),
             refilled: now,
             accepted: VecDeque::new(),
+            previous: 0,
+            next_slot: now,
+            serving: 0,
+            hold: Duration::ZERO,
             log: Vec::new(),
         }
+    }
+
+    /// The same limiter, told that serving a request takes `hold` on average (from its
+    /// verdict to its [`finished`](Self::finished)): what bounds a cap on requests in flight.
+    pub fn holding(self, hold: Duration) -> Self {
+        Limiter { hold, ..self }
+    }
+
+    /// A request this limiter accepted has been served: it is no longer in flight. (Called
+    /// for accepted requests only.)
+    pub fn finished(&mut self) {
+        self.serving = self.serving.saturating_sub(1);
+    }
+
+    /// How many requests may be in flight under [`Algorithm::InFlight`].
+    pub fn in_flight_cap(&self) -> u32 {
+        (self.limit / 4).max(1)
     }
 
     /// Every request so far: when it arrived (since the limiter was made) and whether it was
@@ -193,18 +253,43 @@ impl Limiter {
             }
             Algorithm::TokenBucket => self.take_token(now),
             Algorithm::Sliding => self.log_in_span(now),
+            Algorithm::SlidingCounter => self.count_sliding(now),
+            Algorithm::Leaky => self.leak(now),
+            Algorithm::Changing => {
+                let start = match self.window_start {
+                    Some(start) if now < start + self.window => start,
+                    _ => now,
+                };
+                let limit = self.changing_limit(start);
+                self.count_in_window_of(start, now, limit)
+            }
+            Algorithm::InFlight => self.serve(),
         };
         self.log.push((now - self.start, verdict.accepted));
         self.respond(&verdict, now)
     }
 
     /// The least time from the limiter's start in which it can accept `requests` requests:
-    /// what no client can beat, however it paces.
+    /// what no client can beat, however it paces. For the four classic shapes it is worked
+    /// out in closed form (and a test checks it against the quickest client); for a leaky
+    /// bucket it is one interval per request after the first; for a counter that counts
+    /// refused requests and a changing limit it is that quickest client itself: each request sent at the first millisecond the limiter would accept it,
+    /// asked of a copy, so that asking costs nothing. Under a cap on requests in flight it
+    /// is the cap's rounds, each request held as long as the server serves one on average
+    /// ([`holding`](Self::holding)): what no client beats in expectation.
     pub fn physical_limit(&self, requests: usize) -> Duration {
         let requests = requests as u32;
         // The window, counted from the first, in which the last request can be accepted.
         let last_window = requests.saturating_sub(1) / self.limit;
         match self.algorithm {
+            Algorithm::SlidingCounter | Algorithm::Changing => {
+                self.quickest_client(requests as usize)
+            }
+            Algorithm::Leaky => self.leak_interval() * requests.saturating_sub(1),
+            Algorithm::InFlight => {
+                let rounds = requests.div_ceil(self.in_flight_cap());
+                self.hold * rounds.saturating_sub(1)
+            }
             Algorithm::FirstRequest | Algorithm::Sliding => self.window * last_window,
             Algorithm::Aligned if last_window == 0 => Duration::ZERO,
             Algorithm::Aligned => {
@@ -223,7 +308,41 @@ impl Limiter {
         }
     }
 
+    /// Every request sent at the first millisecond a fresh copy of this limiter would accept
+    /// it, each try asked of a copy of that copy: the time of the last.
+    fn quickest_client(&self, requests: usize) -> Duration {
+        let mut limiter = Limiter::new(
+            self.algorithm,
+            self.headers,
+            self.limit,
+            self.window,
+            self.start,
+        );
+        let mut now = self.start;
+        for _ in 0..requests {
+            while limiter.clone().answer(now).status() != StatusCode::OK {
+                now += Duration::from_millis(1);
+            }
+            limiter.answer(now);
+        }
+        now - self.start
+    }
+
+    /// The limit of [`Algorithm::Changing`] for the window that opened at `start`.
+    fn changing_limit(&self, start: Duration) -> u32 {
+        let windows = ((start - self.start).as_nanos() / self.window.as_nanos()) as u32;
+        match windows / PHASE {
+            0 => self.limit,
+            1 => (self.limit / 4).max(1),
+            _ => self.limit * 2,
+        }
+    }
+
     fn count_in_window(&mut self, start: Duration, now: Duration) -> Verdict {
+        self.count_in_window_of(start, now, self.limit)
+    }
+
+    fn count_in_window_of(&mut self, start: Duration, now: Duration, limit: u32) -> Verdict {
         if self.window_start != Some(start) {
             self.window_start = Some(start);
             self.used = 0;
@@ -231,10 +350,101 @@ impl Limiter {
         self.used += 1;
         let reset = start + self.window - now;
         Verdict {
-            accepted: self.used <= self.limit,
-            remaining: self.limit.saturating_sub(self.used),
+            accepted: self.used <= limit,
+            remaining: limit.saturating_sub(self.used),
             reset,
             retry_after: reset,
+        }
+    }
+
+    /// The two-window estimate, every request counted: accepted while the estimate before it
+    /// is below the limit.
+    fn count_sliding(&mut self, now: Duration) -> Verdict {
+        let window = self.window.as_nanos();
+        let start = now - nanos(now.as_nanos() % window);
+        match self.window_start {
+            Some(known) if known == start => {}
+            Some(known) if known + self.window == start => {
+                self.previous = self.used;
+                self.used = 0;
+            }
+            _ => {
+                self.previous = 0;
+                self.used = 0;
+            }
+        }
+        self.window_start = Some(start);
+        let into = (now - start).as_nanos();
+        // The previous window's count still in the span, in units of 1 / `window`.
+        let weighted = |into: u128| u128::from(self.previous) * (window - into);
+        let limit = u128::from(self.limit);
+        let accepted = weighted(into) + u128::from(self.used) * window < limit * window;
+        self.used += 1;
+        let used = u128::from(self.used);
+        // Until the estimate is below the limit again with nothing more sent: within this
+        // window, as the previous one's weight fades, or within the next, as this one's does.
+        let (count, weight, from) = if used < limit {
+            (used, u128::from(self.previous), into)
+        } else {
+            (0, used, 0)
+        };
+        let faded = match weight {
+            0 => 0,
+            // The first instant into a window where `weight` × what is left of it falls
+            // below what `count` leaves of the limit.
+            weight => (window + 1).saturating_sub((limit - count) * window / weight),
+        };
+        let retry_after = if used < limit && faded >= window {
+            nanos(window - into)
+        } else if used < limit {
+            nanos(faded.saturating_sub(from))
+        } else {
+            nanos(window - into + faded.min(window))
+        };
+        let estimate = (weighted(into) + used * window) / window;
+        Verdict {
+            accepted,
+            remaining: self.limit.saturating_sub(estimate as u32),
+            reset: nanos(2 * window - into),
+            retry_after: if accepted {
+                Duration::ZERO
+            } else {
+                retry_after
+            },
+        }
+    }
+
+    /// One request per `window / limit`: refused ones take no slot.
+    fn leak_interval(&self) -> Duration {
+        nanos(self.window.as_nanos() / u128::from(self.limit))
+    }
+
+    fn leak(&mut self, now: Duration) -> Verdict {
+        let interval = self.leak_interval();
+        let accepted = now >= self.next_slot;
+        if accepted {
+            self.next_slot = now + interval;
+        }
+        Verdict {
+            accepted,
+            remaining: u32::from(now >= self.next_slot),
+            reset: self.next_slot.saturating_sub(now),
+            retry_after: self.next_slot.saturating_sub(now),
+        }
+    }
+
+    /// Accepted while fewer than the cap are in flight; it is the server that frees a slot,
+    /// by [`finished`](Self::finished).
+    fn serve(&mut self) -> Verdict {
+        let accepted = self.serving < self.in_flight_cap();
+        if accepted {
+            self.serving += 1;
+        }
+        Verdict {
+            accepted,
+            remaining: self.in_flight_cap() - self.serving,
+            reset: Duration::from_secs(1),
+            retry_after: Duration::from_secs(1),
         }
     }
 

@@ -12,10 +12,14 @@
 //! `--limit 50 --window 1 --workers 50 --requests 400 --limiter first-request
 //! --headers draft-8`), `--matrix`, and `[--seed N] [--svg PATH]`
 //! (default SVG: docs/simulate.svg). `--callers 10,200` runs each number of callers making
-//! one call each, all at once (workers = requests = callers).
+//! one call each, all at once (workers = requests = callers). `--seeds 1..=10` sweeps every
+//! limiter shape, told with `Retry-After` only and with nothing, over those seeds, and prints
+//! one table of the plain client, the defaults and the defaults without learning (see
+//! `sweep.rs`), instead of the picture.
 
 mod limiter;
 mod sim;
+mod sweep;
 mod timeline;
 mod workload;
 
@@ -26,12 +30,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut seed = 7;
     let mut svg_path = "docs/simulate.svg".to_owned();
     let mut callers = Vec::new();
+    let mut seeds = None;
     let mut given = std::env::args().skip(1);
     while let Some(flag) = given.next() {
         let mut value = || given.next().ok_or(format!("{flag} needs a value"));
         match flag.as_str() {
             "--seed" => seed = value()?.parse()?,
             "--svg" => svg_path = value()?,
+            "--seeds" => {
+                let text = value()?;
+                let (first, last) = text
+                    .split_once("..=")
+                    .ok_or(format!("--seeds {text}: not FIRST..=LAST"))?;
+                seeds = Some(first.parse()?..=last.parse()?);
+            }
             "--callers" => {
                 callers = value()?
                     .split(',')
@@ -41,13 +53,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             other => {
                 if !args.read(other, value)? {
                     return Err(format!(
-                        "unknown flag {other}\n\nflags: {} --seed N --svg PATH --callers N,N",
+                        "unknown flag {other}\n\nflags: {} --seed N --svg PATH --callers N,N \
+                         --seeds FIRST..=LAST",
                         workload::FLAGS
                     )
                     .into());
                 }
             }
         }
+    }
+    if let Some(seeds) = seeds {
+        println!("{}\n", args.describe());
+        println!("{}", sweep::sweep(&args, seeds));
+        return Ok(());
     }
     let workloads: Vec<Args> = if callers.is_empty() {
         vec![args]

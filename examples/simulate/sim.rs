@@ -50,13 +50,10 @@ impl Network {
         let wall_start = EPOCH_START + Duration::from_nanos(phase);
         Network {
             args: *args,
-            limiter: Arc::new(Mutex::new(Limiter::new(
-                args.algorithm,
-                headers,
-                args.limit,
-                args.window,
-                wall_start,
-            ))),
+            limiter: Arc::new(Mutex::new(
+                Limiter::new(args.algorithm, headers, args.limit, args.window, wall_start)
+                    .holding((args.round_trip.0 + args.round_trip.1) / 4),
+            )),
             rng: Arc::new(Mutex::new(rng)),
             wall_start,
             started: Instant::now(),
@@ -87,6 +84,9 @@ impl Service<Request<Full<Bytes>>> for Network {
             let wall = network.wall_start + (Instant::now() - network.started);
             let response = network.limiter.lock().unwrap().answer(wall);
             tokio::time::sleep(back).await;
+            if response.status().is_success() {
+                network.limiter.lock().unwrap().finished();
+            }
             Ok(response.map(|()| Full::new(Bytes::new())))
         })
     }
@@ -100,9 +100,22 @@ pub fn run(args: &Args, headers: Headers, client: Client, seed: u64) -> Outcome 
         let layer = RateLimitLayer::new().jitter_seed(seed);
         let url = "http://api.test/items";
         let progress = ProgressBar::hidden();
-        let measured = workload::run(args, client, layer, network.clone(), url, &progress)
-            .await
-            .expect("the simulated network never fails");
+        let physical = network
+            .limiter
+            .lock()
+            .unwrap()
+            .physical_limit(args.requests);
+        // A client that locks itself out never finishes: it is stopped well past any figure
+        // worth reporting, and reported unfinished.
+        let deadline = physical * 10 + Duration::from_secs(60);
+        let run = workload::run(args, client, layer, network.clone(), url, &progress);
+        let measured = match tokio::time::timeout(deadline, run).await {
+            Ok(measured) => measured.expect("the simulated network never fails"),
+            Err(_) => workload::Measured {
+                completion: deadline,
+                latencies: Vec::new(),
+            },
+        };
         network.outcome(measured, args.requests)
     })
 }

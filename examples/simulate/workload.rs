@@ -43,7 +43,8 @@ pub struct Args {
 }
 
 pub const FLAGS: &str = "--limit N --window SECONDS --workers N --requests N \
-     --limiter first-request|aligned|token-bucket|sliding (--aligned: aligned) \
+     --limiter first-request|aligned|token-bucket|sliding|sliding-counter|leaky|changing|in-flight \
+     (--aligned: aligned) \
      --headers draft-8|draft-6|x-ratelimit|x-ratelimit-epoch|retry-after|none \
      --round-trip MS-MS --matrix";
 
@@ -296,23 +297,37 @@ impl Outcome {
         }
     }
 
+    /// Whether every request was served before the run was stopped.
+    pub fn finished(&self) -> bool {
+        !self.measured.latencies.is_empty()
+    }
+
+    /// Completion over the physical limit (`None` where the limiter allows it all at once),
+    /// or, for a run stopped unfinished, what it had reached when stopped.
+    pub fn completion_ratio(&self) -> Option<f64> {
+        (!self.physical_limit.is_zero())
+            .then(|| self.measured.completion.as_secs_f64() / self.physical_limit.as_secs_f64())
+    }
+
     pub fn refused(&self) -> usize {
         self.log.iter().filter(|(_, accepted)| !accepted).count()
     }
 
     /// Completion over the physical limit; a dash where the limiter allows it all at once.
     fn ratio(&self) -> String {
-        if self.physical_limit.is_zero() {
-            "—".to_owned()
-        } else {
-            let ratio = self.measured.completion.as_secs_f64() / self.physical_limit.as_secs_f64();
-            format!("{ratio:.2}")
+        match self.completion_ratio() {
+            None => "—".to_owned(),
+            Some(ratio) if self.finished() => format!("{ratio:.2}"),
+            Some(ratio) => format!("unfinished at {ratio:.0}"),
         }
     }
 
     /// The latency at or below which `share` of the requests were served (nearest rank).
     fn latency(&self, share: f64) -> Duration {
         let latencies = &self.measured.latencies;
+        if latencies.is_empty() {
+            return self.measured.completion;
+        }
         let rank = (share * latencies.len() as f64).ceil() as usize;
         latencies[rank.clamp(1, latencies.len()) - 1]
     }
