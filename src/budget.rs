@@ -43,6 +43,8 @@ pub(crate) enum Declined {
     OutOfTime,
     /// The request body cannot be sent again.
     NotReplayable,
+    /// The hook registered with `on_rate_limit` said no.
+    Vetoed,
 }
 
 impl fmt::Display for Declined {
@@ -58,6 +60,7 @@ impl fmt::Display for Declined {
             Declined::OutOfRetries => "no retries left for this call",
             Declined::OutOfTime => "the wait does not fit in what is left of max_wait",
             Declined::NotReplayable => "the request body cannot be sent again",
+            Declined::Vetoed => "the on_rate_limit hook declined the wait",
         })
     }
 }

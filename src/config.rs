@@ -10,6 +10,7 @@ use crate::gate::Gates;
 use crate::headers::ReadHeaders;
 use crate::jitter::{Draws, Jitter};
 use crate::key::{Key, KeyFunction};
+use crate::notice::{Hook, Notice};
 use crate::settings::{Durations, Settings};
 
 /// One layer's configuration.
@@ -23,6 +24,8 @@ pub(crate) struct Config {
     pub(crate) jitter: Jitter,
     /// The user's readers of headers the crate does not read itself.
     pub(crate) readers: Vec<Arc<dyn ReadHeaders>>,
+    /// The operator's hook, told of waits and episodes.
+    pub(crate) hook: Option<Hook>,
 }
 
 impl Default for Config {
@@ -34,6 +37,7 @@ impl Default for Config {
             key: KeyFunction::default(),
             jitter: Jitter::Random,
             readers: Vec::new(),
+            hook: None,
         }
     }
 }
@@ -55,6 +59,11 @@ impl Config {
         } else {
             None
         }
+    }
+
+    /// Tells the hook of `notice`: whether it lets a wait go ahead (always, without a hook).
+    pub(crate) fn notify(&self, notice: &Notice<'_>) -> bool {
+        self.hook.as_ref().is_none_or(|hook| hook(notice))
     }
 
     /// The random draws of the next call.

@@ -1,26 +1,61 @@
-//! The tracing events of the layer, all in one place: one for every wait the layer decides,
-//! taken or declined, and one for a call that meets a closed gate. A wait the caller cannot
-//! see is a stall they cannot debug.
+//! The tracing events of the layer, all in one place, at the level each fits (target
+//! `tower_retry_after`):
 //!
-//! Every event has the target `tower_retry_after` and the fields `key`, `reason`, `wait_ms`,
-//! `attempt`, `will_retry` and, for a wait not taken, `declined`.
+//! - `info`, once per episode of a key: it closed (a refusal, or a window the server said is
+//!   spent), for how long and by what; it reopened. Fields `key`, `episode` (`closed`,
+//!   `spent`, `reopened`), and for a closure `closed_ms` and `cause`.
+//! - `debug`, per call that waits: the wait decided, taken or declined (`key`, `reason`,
+//!   `cause`, `wait_ms`, `attempt`, `will_retry`, `declined`), and its end with the true wait
+//!   (`waited_ms`). A wait the caller cannot see is a stall they cannot debug.
+//! - `trace`, per attempt sent (`key`, `attempt`).
+//!
+//! A key derived from a credential shows as its fingerprint, never the credential.
 
 use std::time::Duration;
 
 use http::request::Parts;
 
 use crate::budget::Decision;
+use crate::gate::Episode;
 use crate::key::Key;
-use crate::throttled::Throttled;
+use crate::throttled::{HeldBy, Throttled};
 
-/// A retry's wait was decided: taken, or declined with its reason. `key` is the call's gate's;
-/// a call that is not gated is named by the origin of its `request`.
-pub(crate) fn wait_decided(key: Option<&Key>, request: &Parts, decision: &Decision, attempt: u32) {
+/// A key's episode turned: it closed, or reopened.
+pub(crate) fn episode(key: &Key, episode: &Episode) {
+    match episode {
+        Episode::Closed(closed) => tracing::info!(
+            target: "tower_retry_after",
+            key = %key,
+            episode = if matches!(closed.by, HeldBy::SpentMeter { .. }) { "spent" } else { "closed" },
+            closed_ms = millis(closed.left),
+            cause = %closed.by,
+            "rate-limit episode",
+        ),
+        Episode::Reopened => tracing::info!(
+            target: "tower_retry_after",
+            key = %key,
+            episode = "reopened",
+            "rate-limit episode",
+        ),
+    }
+}
+
+/// A retry's wait was decided: taken, or declined with its reason, `cause` being what the
+/// server said. `key` is the call's gate's; a call that is not gated is named by the origin of
+/// its `request`.
+pub(crate) fn wait_decided(
+    key: Option<&Key>,
+    request: &Parts,
+    decision: &Decision,
+    cause: Option<HeldBy>,
+    attempt: u32,
+) {
     let origin = || Key::origin(request);
-    tracing::info!(
+    tracing::debug!(
         target: "tower_retry_after",
         key = key.cloned().or_else(origin).map(tracing::field::display),
         reason = ?decision.reason,
+        cause = cause.map(tracing::field::display),
         wait_ms = millis(decision.wait),
         attempt,
         will_retry = decision.declined.is_none(),
@@ -29,18 +64,46 @@ pub(crate) fn wait_decided(key: Option<&Key>, request: &Parts, decision: &Decisi
     );
 }
 
-/// A call met a closed gate: it waits there, `wait` being when the gate could let it through
-/// as far as it can tell, or it is `throttled`.
-pub(crate) fn at_gate(key: &Key, wait: Duration, attempt: u32, throttled: Option<&Throttled>) {
-    tracing::info!(
+/// A call met a closed gate, held by `cause`: it waits there, `wait` being when the gate could
+/// let it through as far as it can tell, or it is `throttled`.
+pub(crate) fn at_gate(
+    key: &Key,
+    wait: Duration,
+    cause: HeldBy,
+    attempt: u32,
+    throttled: Option<&Throttled>,
+) {
+    tracing::debug!(
         target: "tower_retry_after",
         key = %key,
         reason = "Gate",
+        cause = %cause,
         wait_ms = millis(wait),
         attempt,
         will_retry = throttled.is_none(),
         declined = throttled.map(tracing::field::display),
         "rate-limit wait",
+    );
+}
+
+/// A call's wait ended after `waited`, the true wait, before its attempt `attempt`.
+pub(crate) fn waited(key: Option<&Key>, waited: Duration, attempt: u32) {
+    tracing::debug!(
+        target: "tower_retry_after",
+        key = key.map(tracing::field::display),
+        waited_ms = millis(waited),
+        attempt,
+        "rate-limit wait over",
+    );
+}
+
+/// The attempt `attempt` of a call was sent.
+pub(crate) fn sent(key: Option<&Key>, attempt: u32) {
+    tracing::trace!(
+        target: "tower_retry_after",
+        key = key.map(tracing::field::display),
+        attempt,
+        "attempt sent",
     );
 }
 

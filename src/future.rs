@@ -37,15 +37,18 @@ use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
 use tower_service::Service;
 
-use crate::budget::{Answer, Budget, closure};
+use crate::budget::{Answer, Budget, Declined, closure};
 use crate::config::Config;
 use crate::cost::CallCost;
 use crate::events;
 use crate::gate::{
-    Call, Entered, Held, NotYet, Pass, Place, Reservation, Reserving, Retry, Said, after,
+    Call, Entered, Episode, Held, NotYet, Pass, Place, Reservation, Reserving, Retry, Said, after,
 };
 use crate::jitter::Draws;
+use crate::key::Key;
+use crate::notice::Notice;
 use crate::policy::{Action, Attempt, BoxError, Outcome, Policy};
+use crate::throttled::HeldBy;
 use crate::throttled::Throttled;
 use crate::tokens::TokenCost;
 
@@ -195,6 +198,8 @@ where
                     match place.poll(now, deadline.saturating_duration_since(now), cx.waker()) {
                         Ok(pass) => {
                             this.budget.add_wait(now - since);
+                            let key = this.gate.as_ref().map(Call::key);
+                            events::waited(key, now - since, this.budget.retries() + 1);
                             match this.state.as_mut().project_replace(State::Done) {
                                 StateOwned::Waiting { body, .. } => this.clear(pass, body),
                                 _ => continue,
@@ -297,7 +302,12 @@ where
             Entered::Admitted(pass) => self.go(Some(pass), body),
             Entered::Queued(place) => {
                 let attempt = self.budget.retries() + 1;
-                events::at_gate(place.key(), place.estimate(now), attempt, None);
+                let (wait, held) = (place.estimate(now), place.throttled(now));
+                let by = held.held_by();
+                if !self.wait_allowed(place.key(), wait, by, attempt) {
+                    return self.throttled(held);
+                }
+                events::at_gate(place.key(), wait, by, attempt, None);
                 self.wait(place, body, now)
             }
             Entered::Throttled(throttled) => self.throttled(throttled),
@@ -311,12 +321,41 @@ where
             }
             Entered::Held(until) => {
                 let wait = until.saturating_duration_since(now);
-                if let Some(gate) = self.gate.as_ref() {
-                    events::at_gate(gate.key(), wait, self.budget.retries() + 1, None);
+                let attempt = self.budget.retries() + 1;
+                if let Some(key) = self.gate.as_ref().map(|gate| gate.key().clone()) {
+                    if !self.wait_allowed(&key, wait, HeldBy::Fleet, attempt) {
+                        return self.throttled(Throttled::new(key, wait, HeldBy::Fleet));
+                    }
+                    events::at_gate(&key, wait, HeldBy::Fleet, attempt, None);
                 }
                 self.sleep(wait, body, now)
             }
         }
+    }
+
+    /// Whether the operator's hook lets a call on `key` wait `wait`, held by `by`, before its
+    /// attempt `attempt`.
+    fn wait_allowed(&self, key: &Key, wait: Duration, by: HeldBy, attempt: u32) -> bool {
+        self.config.notify(&Notice::Wait {
+            key,
+            wait,
+            by,
+            attempt,
+        })
+    }
+
+    /// A key's episode turned: the operator is told, in an event and through the hook.
+    fn episode(&self, key: &Key, episode: Episode) {
+        events::episode(key, &episode);
+        let notice = match episode {
+            Episode::Closed(closed) => Notice::Closed {
+                key,
+                left: closed.left,
+                by: closed.by,
+            },
+            Episode::Reopened => Notice::Reopened { key },
+        };
+        self.config.notify(&notice);
     }
 
     /// The attempt with `body` sleeps `wait` from `now` before it arrives at its gate again,
@@ -412,6 +451,7 @@ where
 
     /// Sends the attempt with `body` on a service that is ready.
     fn send(&mut self, pass: Option<Pass>, body: B) -> Step<S::Future, B, S::Response> {
+        events::sent(self.gate.as_ref().map(Call::key), self.budget.retries() + 1);
         let request = Request::from_parts(self.request.clone(), body);
         let future = self.service.call(request);
         *self.ready = false;
@@ -424,6 +464,7 @@ where
         events::at_gate(
             throttled.key(),
             throttled.retry_after(),
+            throttled.held_by(),
             attempt,
             Some(&throttled),
         );
@@ -471,7 +512,22 @@ where
             .filter(|decision| decision.declined.is_none())
             .and(self.replay.as_ref())
             .and_then(|body| self.policy.clone_body(body));
-        let decision = decision.map(|decision| decision.with_body(next.is_some()));
+        let mut decision = decision.map(|decision| decision.with_body(next.is_some()));
+        let cause = said.as_ref().map(Said::held_by);
+        if let Some(decision) = decision.as_mut().filter(|decision| {
+            decision.action == Action::RateLimited && decision.declined.is_none()
+        }) {
+            // The operator's hook may veto the wait: the call then ends with this outcome.
+            let key = self.gate.as_ref().map(Call::key).cloned();
+            let key = key.or_else(|| Key::origin(self.request));
+            let by = cause.unwrap_or(HeldBy::Queue);
+            let allowed = key
+                .as_ref()
+                .is_none_or(|key| self.wait_allowed(key, decision.wait, by, attempt + 1));
+            if !allowed {
+                decision.declined = Some(Declined::Vetoed);
+            }
+        }
         let retry = decision
             .filter(|decision| decision.action == Action::RateLimited)
             .filter(|decision| decision.declined.is_none())
@@ -494,7 +550,11 @@ where
                         gate.take_tokens(tokens, now);
                     }
                 }
-                pass.answered(report, now, retry)
+                let (held, episode) = pass.answered(report, now, retry);
+                if let Some((episode, gate)) = episode.zip(self.gate.as_ref()) {
+                    self.episode(gate.key(), episode);
+                }
+                held
             }
             _ => Held::Free,
         };
@@ -502,7 +562,7 @@ where
             return Step::Finish(with_cost(outcome, cost));
         };
         let key = self.gate.as_ref().map(Call::key);
-        events::wait_decided(key, self.request, &decision, attempt);
+        events::wait_decided(key, self.request, &decision, cause, attempt);
         let Some(body) = next.filter(|_| decision.declined.is_none()) else {
             return Step::Finish(with_cost(outcome, cost));
         };
@@ -513,6 +573,7 @@ where
             events::at_gate(
                 throttled.key(),
                 throttled.retry_after(),
+                throttled.held_by(),
                 retry,
                 Some(throttled),
             );

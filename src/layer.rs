@@ -13,6 +13,7 @@ use crate::gate::Gates;
 use crate::headers::ReadHeaders;
 use crate::jitter::Jitter;
 use crate::key::{Key, KeyFunction};
+use crate::notice::Notice;
 use crate::policy::StatusPolicy;
 use crate::service::RateLimit;
 
@@ -426,6 +427,36 @@ impl<P> RateLimitLayer<P> {
     /// ```
     pub fn read_headers_with<R: ReadHeaders>(mut self, reader: R) -> Self {
         self.config.readers.push(Arc::new(reader));
+        self
+    }
+
+    /// Registers `hook`, told of each rate-limited wait a call is about to take (at the gate,
+    /// or before a retry) and of each turn of a key's episode (closed, reopened); see
+    /// [`Notice`]. Its `false` for a [`Notice::Wait`] vetoes the wait: the call ends at once
+    /// with what it has, as when its budget does not fit the wait. It runs on the task making
+    /// the call, under no lock: keep it quick. A later call replaces an earlier hook.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use tower_retry_after::{Notice, RateLimitLayer};
+    ///
+    /// // Counts the episodes, and lets no call wait out a closure of more than a minute.
+    /// let episodes = Arc::new(AtomicU64::new(0));
+    /// let counted = episodes.clone();
+    /// let layer = RateLimitLayer::new().on_rate_limit(move |notice: &Notice<'_>| {
+    ///     if let Notice::Closed { .. } = notice {
+    ///         counted.fetch_add(1, Ordering::Relaxed);
+    ///     }
+    ///     !matches!(notice, Notice::Wait { wait, .. } if wait.as_secs() > 60)
+    /// });
+    /// # drop(layer);
+    /// ```
+    pub fn on_rate_limit<F>(mut self, hook: F) -> Self
+    where
+        F: Fn(&Notice<'_>) -> bool + Send + Sync + 'static,
+    {
+        self.config.hook = Some(Arc::new(hook));
         self
     }
 }

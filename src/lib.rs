@@ -87,6 +87,7 @@ mod headers;
 mod jitter;
 mod key;
 mod layer;
+mod notice;
 pub mod policy;
 mod rate_limited;
 #[cfg(feature = "redis")]
@@ -108,6 +109,7 @@ pub use gate::{
 pub use headers::{Figures, Found, Meter, RateLimitInfo, ReadHeaders, ResponseClock, Unit};
 pub use key::{InvalidOrigin, Key};
 pub use layer::RateLimitLayer;
+pub use notice::Notice;
 pub use policy::BoxError;
 pub use rate_limited::{RateLimited, RateLimitedExt};
 #[cfg(feature = "redis")]

@@ -1,5 +1,7 @@
-//! Every wait the layer decides, taken or declined, emits one tracing event with the key, the
-//! reason, the wait, the attempt and whether it will retry.
+//! The layer's tracing events, at the level each fits: one `info` per episode of a key
+//! (closed, spent, reopened), a `debug` per wait decided (with its key, reason, cause, wait,
+//! attempt and whether it will retry) and per wait over (with the true wait), a `trace` per
+//! attempt sent. And the operator's hook, told the same and able to veto a wait.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -7,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use http::{Request, Response};
 use std::time::Duration;
 use tower::{Layer, Service, ServiceExt};
-use tower_retry_after::RateLimitLayer;
+use tower_retry_after::{Notice, RateLimitLayer};
 use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context, SubscriberExt};
 
@@ -21,9 +23,35 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Capture {
         if event.metadata().target() == "tower_retry_after" {
             let mut fields = Fields::default();
             event.record(&mut fields);
+            let level = event.metadata().level().to_string();
+            fields.0.insert("level".to_owned(), level);
             self.0.lock().unwrap().push(fields.0);
         }
     }
+}
+
+/// The events whose message is `message`.
+fn named<'a>(
+    events: &'a [BTreeMap<String, String>],
+    message: &str,
+) -> Vec<&'a BTreeMap<String, String>> {
+    events
+        .iter()
+        .filter(|event| event["message"] == message)
+        .collect()
+}
+
+/// The waits decided: at the gate, or before a retry.
+fn waits(events: &[BTreeMap<String, String>]) -> Vec<&BTreeMap<String, String>> {
+    named(events, "rate-limit wait")
+}
+
+/// The waits met at a closed gate.
+fn at_gate(events: &[BTreeMap<String, String>]) -> Vec<&BTreeMap<String, String>> {
+    waits(events)
+        .into_iter()
+        .filter(|event| event["reason"] == "Gate")
+        .collect()
 }
 
 #[derive(Default)]
@@ -78,10 +106,13 @@ async fn call_with_waits(waits: &'static [&'static str]) -> Vec<BTreeMap<String,
 #[tokio::test(start_paused = true)]
 async fn a_wait_taken_is_an_event_with_its_key_reason_wait_and_attempt() {
     let events = call_with_waits(&["2"]).await;
-    assert_eq!(events.len(), 1, "{events:#?}");
-    let event = &events[0];
+    let decided = waits(&events);
+    assert_eq!(decided.len(), 1, "{events:#?}");
+    let event = decided[0];
+    assert_eq!(event["level"], "DEBUG");
     assert_eq!(event["key"], "https://api.test:8443");
     assert_eq!(event["reason"], "Instructed");
+    assert_eq!(event["cause"], "the Retry-After of a 429 Too Many Requests");
     assert_eq!(event["attempt"], "1");
     assert_eq!(event["will_retry"], "true");
     let wait: u64 = event["wait_ms"].parse().unwrap();
@@ -91,19 +122,20 @@ async fn a_wait_taken_is_an_event_with_its_key_reason_wait_and_attempt() {
 #[tokio::test(start_paused = true)]
 async fn a_guessed_wait_says_so() {
     let events = call_with_waits(&["0"]).await;
-    assert_eq!(events[0]["reason"], "Guessed");
+    assert_eq!(waits(&events)[0]["reason"], "Guessed");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_declined_wait_is_an_event_too_with_the_reason_it_was_declined() {
     let events = call_with_waits(&["1", "3600"]).await;
-    assert_eq!(events.len(), 2, "{events:#?}");
-    assert_eq!(events[1]["attempt"], "2");
-    assert_eq!(events[1]["will_retry"], "false");
+    let decided = waits(&events);
+    assert_eq!(decided.len(), 2, "{events:#?}");
+    assert_eq!(decided[1]["attempt"], "2");
+    assert_eq!(decided[1]["will_retry"], "false");
     assert!(
-        events[1]["declined"].contains("retry_after_cap"),
+        decided[1]["declined"].contains("retry_after_cap"),
         "{:?}",
-        events[1]
+        decided[1]
     );
 }
 
@@ -126,12 +158,13 @@ async fn a_call_that_meets_a_closed_gate_says_so() {
     first.await.unwrap().unwrap();
 
     let events = events.lock().unwrap().clone();
-    let at_gate: Vec<_> = events
-        .iter()
-        .filter(|event| event["reason"] == "Gate")
-        .collect();
+    let at_gate = at_gate(&events);
     assert_eq!(at_gate.len(), 1, "{events:#?}");
     assert_eq!(at_gate[0]["key"], "https://api.test:8443");
+    assert_eq!(
+        at_gate[0]["cause"],
+        "the Retry-After of a 429 Too Many Requests"
+    );
     assert_eq!(at_gate[0]["will_retry"], "true");
     assert_eq!(at_gate[0]["attempt"], "1", "its first attempt waits");
     let wait: u64 = at_gate[0]["wait_ms"].parse().unwrap();
@@ -186,10 +219,7 @@ async fn a_uris_userinfo_never_reaches_an_event_or_an_error() {
         assert!(!format!("{event:?}").contains("hunter2"), "{event:?}");
         assert_eq!(event["key"], "https://api.test");
     }
-    let throttled = events
-        .iter()
-        .find(|event| event["reason"] == "Gate")
-        .unwrap();
+    let throttled = at_gate(&events)[0];
     assert_eq!(throttled["will_retry"], "false");
     assert_eq!(
         throttled["attempt"], "1",
@@ -264,11 +294,182 @@ async fn a_retry_throttled_at_the_gate_before_any_wait_says_so() {
     })
     .await;
     assert_eq!(response.unwrap().status(), 429);
-    let at_gate: Vec<_> = events
-        .iter()
-        .filter(|event| event["reason"] == "Gate")
-        .collect();
+    let at_gate = at_gate(&events);
     assert_eq!(at_gate.len(), 1, "{events:#?}");
     assert_eq!(at_gate[0]["attempt"], "2");
     assert_eq!(at_gate[0]["will_retry"], "false");
+}
+
+/// Thirty calls through one layer against a server that answers the first with a 429 and
+/// `Retry-After: 2`, then 200: the events they emitted, how many requests it received, and
+/// the calls' statuses (`None` for an error).
+async fn thirty_calls(
+    layer: RateLimitLayer,
+) -> (Vec<BTreeMap<String, String>>, usize, Vec<Option<u16>>) {
+    let received = Arc::new(Mutex::new(0));
+    let counted = received.clone();
+    let inner = tower::service_fn(move |_request: Request<String>| {
+        let received = counted.clone();
+        async move {
+            let nth = {
+                let mut count = received.lock().unwrap();
+                *count += 1;
+                *count
+            };
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            let response = match nth {
+                1 => Response::builder().status(429).header("retry-after", "2"),
+                _ => Response::builder().status(200),
+            };
+            Ok::<_, tower::BoxError>(response.body(String::new()).unwrap())
+        }
+    });
+    let service = layer.layer(inner);
+    let (events, statuses) = events_of(async {
+        let first = tokio::spawn(service.clone().oneshot(get()));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let calls: Vec<_> = (0..29)
+            .map(|_| tokio::spawn(service.clone().oneshot(get())))
+            .collect();
+        let mut statuses = Vec::new();
+        for call in std::iter::once(first).chain(calls) {
+            let result = call.await.unwrap();
+            statuses.push(result.ok().map(|response| response.status().as_u16()));
+        }
+        statuses
+    })
+    .await;
+    let received = *received.lock().unwrap();
+    (events, received, statuses)
+}
+
+fn get() -> Request<String> {
+    Request::get("https://api.test/v1/items")
+        .body(String::new())
+        .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_episode_is_one_info_when_the_key_closes_and_one_when_it_reopens_however_many_calls() {
+    let (events, _, _) = thirty_calls(RateLimitLayer::new()).await;
+    let info: Vec<_> = events
+        .iter()
+        .filter(|event| event["level"] == "INFO")
+        .collect();
+    assert_eq!(info.len(), 2, "{info:#?}");
+    assert_eq!(info[0]["episode"], "closed");
+    assert_eq!(
+        info[0]["cause"],
+        "the Retry-After of a 429 Too Many Requests"
+    );
+    let closed: u64 = info[0]["closed_ms"].parse().unwrap();
+    assert!((2000..2300).contains(&closed), "{closed}");
+    assert_eq!(info[1]["episode"], "reopened");
+    // Each call that waited says so at debug, with what held it.
+    let at_gate = at_gate(&events);
+    assert_eq!(at_gate.len(), 29, "{events:#?}");
+    assert!(at_gate.iter().all(|event| event["level"] == "DEBUG"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_wait_over_says_how_long_the_call_truly_waited() {
+    let (events, _, _) = thirty_calls(RateLimitLayer::new()).await;
+    let over = named(&events, "rate-limit wait over");
+    assert_eq!(over.len(), 30, "the retry and the 29 held: {events:#?}");
+    for event in &over {
+        assert_eq!(event["level"], "DEBUG");
+        let waited: u64 = event["waited_ms"].parse().unwrap();
+        // Held by the 2 s the first answer named (it came back 30 ms in; the others
+        // arrived at 50 ms), and its spread: never less, and not the probe's timeout.
+        assert!((1900..4000).contains(&waited), "{event:?}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_attempt_sent_is_a_trace_event() {
+    let events = call_with_waits(&["1", "1"]).await;
+    let sent = named(&events, "attempt sent");
+    let attempts: Vec<&str> = sent.iter().map(|event| event["attempt"].as_str()).collect();
+    assert_eq!(attempts, ["1", "2", "3"]);
+    assert!(sent.iter().all(|event| event["level"] == "TRACE"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_hook_vetoes_a_wait_and_the_call_ends_with_what_it_has() {
+    let notices = Arc::new(Mutex::new(Vec::new()));
+    let told = notices.clone();
+    let layer = RateLimitLayer::new().on_rate_limit(move |notice: &Notice<'_>| {
+        told.lock().unwrap().push(format!("{notice:?}"));
+        !matches!(notice, Notice::Wait { .. })
+    });
+    let (_, received, statuses) = thirty_calls(layer).await;
+    let notices = notices.lock().unwrap().clone();
+    // The first call's retry and the 29 calls' waits at the closed gate were all vetoed: the
+    // server got the first request only; it ended with its 429, the others with `Throttled`.
+    assert_eq!(received, 1, "{notices:#?}");
+    assert_eq!(statuses[0], Some(429));
+    assert!(statuses[1..].iter().all(Option::is_none), "{statuses:?}");
+    let waits = notices.iter().filter(|n| n.starts_with("Wait")).count();
+    assert_eq!(waits, 30, "{notices:#?}");
+    assert_eq!(
+        notices.iter().filter(|n| n.starts_with("Closed")).count(),
+        1,
+        "one episode: {notices:#?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_hook_is_told_each_wait_and_once_per_episode() {
+    let notices = Arc::new(Mutex::new(Vec::new()));
+    let told = notices.clone();
+    let layer = RateLimitLayer::new().on_rate_limit(move |notice: &Notice<'_>| {
+        told.lock().unwrap().push(format!("{notice:?}"));
+        true
+    });
+    let (_, received, statuses) = thirty_calls(layer).await;
+    assert!(statuses.iter().all(|status| *status == Some(200)));
+    let notices = notices.lock().unwrap().clone();
+    let count = |kind: &str| notices.iter().filter(|n| n.starts_with(kind)).count();
+    assert_eq!(received, 31, "the refused one, its retry and 29");
+    assert_eq!(count("Wait"), 30, "{notices:#?}");
+    assert_eq!(count("Closed"), 1, "{notices:#?}");
+    assert_eq!(count("Reopened"), 1, "{notices:#?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn refusals_that_come_back_together_are_one_episode() {
+    let received = Arc::new(Mutex::new(0));
+    let inner = tower::service_fn(move |_request: Request<String>| {
+        let received = received.clone();
+        async move {
+            let nth = {
+                let mut count = received.lock().unwrap();
+                *count += 1;
+                *count
+            };
+            tokio::time::sleep(Duration::from_millis(30 + nth)).await;
+            let response = if nth <= 10 {
+                Response::builder().status(429).header("retry-after", "2")
+            } else {
+                Response::builder().status(200)
+            };
+            Ok::<_, tower::BoxError>(response.body(String::new()).unwrap())
+        }
+    });
+    // No slow start: the ten go out together, and their ten refusals come back one by one.
+    let service = RateLimitLayer::new().slow_start(false).layer(inner);
+    let (events, ()) = events_of(async {
+        let calls: Vec<_> = (0..10)
+            .map(|_| tokio::spawn(service.clone().oneshot(get())))
+            .collect();
+        for call in calls {
+            assert_eq!(call.await.unwrap().unwrap().status(), 200);
+        }
+    })
+    .await;
+    let episodes: Vec<&str> = named(&events, "rate-limit episode")
+        .iter()
+        .map(|event| event["episode"].as_str())
+        .collect();
+    assert_eq!(episodes, ["closed", "reopened"], "{events:#?}");
 }

@@ -9,6 +9,17 @@ use tokio::time::Instant;
 use super::time::ServerClock;
 use crate::throttled::HeldBy;
 
+/// A turn in a key's episode of being rate limited, as an answer brought it about: what an
+/// operator is told once per episode, not once per call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Episode {
+    /// The key closed (a refusal, or a window the server said is spent), for this long, by
+    /// this: nothing held it before.
+    Closed(Closed),
+    /// The probe after a closure came back healthy: calls go again.
+    Reopened,
+}
+
 /// What holds a call back at its gate: for how long from now, and what set it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Closed {

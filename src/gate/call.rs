@@ -407,14 +407,20 @@ impl Said {
         }
     }
 
-    /// What the gate takes in: what was said, and until when the layer closes the gate.
-    pub(crate) fn report(&self, closed_until: Option<Instant>) -> Report {
+    /// What a wait this answer sets is held by: the instruction it named, or a guess.
+    pub(crate) fn held_by(&self) -> HeldBy {
         let status = self.status;
-        let closed_by = match self.closing {
+        match self.closing {
             Some((_, Named::RetryAfter)) => HeldBy::RetryAfter { status },
             Some((_, Named::SpentMeter(unit))) => HeldBy::SpentMeter { status, unit },
             None => HeldBy::Guess { status },
-        };
+        }
+    }
+
+    /// What the gate takes in: what was said, and until when the layer closes the gate.
+    pub(crate) fn report(&self, closed_until: Option<Instant>) -> Report {
+        let status = self.status;
+        let closed_by = self.held_by();
         Report {
             refused: self.refused,
             closed_until,

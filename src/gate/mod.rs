@@ -40,6 +40,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+pub(crate) use answer::Episode;
 pub(crate) use call::{Call, Entered, Said};
 #[cfg(feature = "redis")]
 pub(crate) use ledger::{LOOK_AGAIN, OUT_AT_MOST};

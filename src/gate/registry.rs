@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
-use super::answer::Admission;
+use super::answer::{Admission, Episode};
 use super::report::Report;
 use super::shared::Shared;
 use super::state::Gate;
@@ -93,7 +93,8 @@ impl Table {
     }
 
     /// Records `report` for a request on `key` let through as `admitted`, making the key's
-    /// gate if the report gives it something to remember and there is room.
+    /// gate if the report gives it something to remember and there is room: the wakers to
+    /// call, and the turn of the key's episode the report brought.
     pub(super) fn answered(
         &mut self,
         key: &Key,
@@ -101,15 +102,15 @@ impl Table {
         report: Report,
         now: Instant,
         capacity: usize,
-    ) -> Vec<Waker> {
+    ) -> (Vec<Waker>, Option<Episode>) {
         if let Some(gate) = self.gates.get_mut(key) {
-            gate.answered(admitted, report, now);
-            return gate.take_wakes();
+            let episode = gate.answered(admitted, report, now);
+            return (gate.take_wakes(), episode);
         }
         let mut gate = Gate::new();
-        gate.answered(admitted, report, now);
+        let episode = gate.answered(admitted, report, now);
         self.keep(key, gate, now, capacity);
-        Vec::new()
+        (Vec::new(), episode)
     }
 
     /// Keeps a new key's `gate`, if it has anything to remember and fits.

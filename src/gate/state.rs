@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::answer::{Admission, Arrival, Closed, Hold, Look};
+use super::answer::{Admission, Arrival, Closed, Episode, Hold, Look};
 use super::learned::Learning;
 use super::queue::Queue;
 use super::quota::{Quota, fold};
@@ -255,9 +255,17 @@ impl Gate {
         self.wakes.extend(wakes);
     }
 
-    /// A response came back with `report`, for a request let through as `admitted`.
-    pub(crate) fn answered(&mut self, admitted: Admission, report: Report, now: Instant) {
+    /// A response came back with `report`, for a request let through as `admitted`: the turn
+    /// it brought the key's episode to, if any.
+    pub(crate) fn answered(
+        &mut self,
+        admitted: Admission,
+        report: Report,
+        now: Instant,
+    ) -> Option<Episode> {
         self.returned(admitted);
+        let held_before = self.closed(now, Terms::EVERYTHING).is_some();
+        let reopened = self.is_current_probe(admitted) && !report.refused;
         if self.is_current_probe(admitted) {
             let waiting = self.waiters();
             self.reopening.probe_answered(report.refused, waiting, now);
@@ -270,6 +278,11 @@ impl Gate {
         self.learn_from(admitted, report, now);
         self.take_in(report, admitted.epoch, admitted.learns, now);
         self.wake_heads();
+        match self.closed(now, Terms::EVERYTHING) {
+            Some(_) if held_before => None,
+            Some(closed) => Some(Episode::Closed(closed)),
+            None => reopened.then_some(Episode::Reopened),
+        }
     }
 
     /// Takes in what a response said of the key's token meters.

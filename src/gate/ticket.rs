@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::Gates;
-use super::answer::{Admission, Hold, Look};
+use super::answer::{Admission, Episode, Hold, Look};
 use super::report::Report;
 use super::store::{Ticket, Window};
 use super::terms::Terms;
@@ -81,11 +81,18 @@ impl Pass {
     /// Records what the response said; for a rate-limited `retry`, the call takes its place
     /// at the gate if the gate now holds its wait. Both under one lock: between recording a
     /// closure and joining its queue, nothing can forget the gate or let the call through.
-    pub(crate) fn answered(mut self, report: Report, now: Instant, retry: Option<Retry>) -> Held {
+    /// With the turn of the key's episode the response brought, if any.
+    pub(crate) fn answered(
+        mut self,
+        report: Report,
+        now: Instant,
+        retry: Option<Retry>,
+    ) -> (Held, Option<Episode>) {
         self.open = false;
         let registry = &self.gates.registry;
         let mut table = registry.lock();
-        let wakes = table.answered(&self.key, self.admission, report, now, registry.capacity);
+        let (wakes, episode) =
+            table.answered(&self.key, self.admission, report, now, registry.capacity);
         // Looked up again only for a retry to hold: most answers have none.
         let hold = retry
             .and_then(|retry| {
@@ -104,7 +111,7 @@ impl Pass {
                 shared.merge(&self.key, window, self.ticket, clocks.wall(now));
             }
         }
-        match hold {
+        let held = match hold {
             Hold::Queued(id) => Held::Waiting(Place::new(
                 self.gates.clone(),
                 self.key.clone(),
@@ -115,7 +122,8 @@ impl Pass {
                 Held::Throttled(Throttled::new(self.key.clone(), closed.left, closed.by))
             }
             Hold::Free => Held::Free,
-        }
+        };
+        (held, episode)
     }
 }
 
@@ -263,7 +271,7 @@ mod tests {
             wait,
             budget: 120 * SECOND,
         };
-        pass.answered(refusal, now, Some(retry))
+        pass.answered(refusal, now, Some(retry)).0
     }
 
     /// Hole 8: the call refused takes its place in the same critical section that closes the
