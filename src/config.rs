@@ -3,6 +3,7 @@
 //! behind an `Arc`, so a call takes all of it with one reference count.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use http::request::Parts;
 
@@ -26,6 +27,27 @@ pub(crate) struct Config {
     pub(crate) readers: Vec<Arc<dyn ReadHeaders>>,
     /// The operator's hook, told of waits and episodes.
     pub(crate) hook: Option<Hook>,
+    /// The mistakes this layer has warned of: each is told once.
+    pub(crate) warned: Arc<Warned>,
+}
+
+/// The mistakes a layer can see for itself, each warned of once.
+#[derive(Debug, Default)]
+pub(crate) struct Warned {
+    server_side: AtomicBool,
+    timeout_inside: AtomicBool,
+}
+
+impl Warned {
+    /// Whether the layer is to warn, now, that it sees requests a server receives.
+    pub(crate) fn server_side(&self) -> bool {
+        !self.server_side.swap(true, Ordering::Relaxed)
+    }
+
+    /// Whether the layer is to warn, now, that a timeout below it bounds each attempt.
+    pub(crate) fn timeout_inside(&self) -> bool {
+        !self.timeout_inside.swap(true, Ordering::Relaxed)
+    }
 }
 
 impl Default for Config {
@@ -38,6 +60,7 @@ impl Default for Config {
             jitter: Jitter::Random,
             readers: Vec::new(),
             hook: None,
+            warned: Arc::default(),
         }
     }
 }

@@ -8,6 +8,8 @@
 //!   `cause`, `wait_ms`, `attempt`, `will_retry`, `declined`), and its end with the true wait
 //!   (`waited_ms`). A wait the caller cannot see is a stall they cannot debug.
 //! - `trace`, per attempt sent (`key`, `attempt`).
+//! - `warn`, once per layer, for a mistake the layer can see for itself: it is given the
+//!   requests a server receives, or a timeout below it cuts each attempt short.
 //!
 //! A key derived from a credential shows as its fingerprint, never the credential.
 
@@ -109,4 +111,28 @@ pub(crate) fn sent(key: Option<&Key>, attempt: u32) {
 
 fn millis(wait: Duration) -> u64 {
     u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The layer was given a request in the form a server receives (a path, no scheme or
+/// authority): it is on a server's router, where one client's 429 would hold every client.
+pub(crate) fn server_side(request: &Parts) {
+    tracing::warn!(
+        target: "tower_retry_after",
+        uri = %request.uri,
+        "RateLimitLayer was given a request without scheme and authority, as a server receives \
+         it: the layer belongs on the client that calls a rate-limited server, not on a server's \
+         router (there, one caller's 429 would hold every caller)",
+    );
+}
+
+/// An attempt timed out below the layer, which is about to wait `wait` and try again: a
+/// timeout inside the layer bounds each attempt, not the call.
+pub(crate) fn timeout_inside(wait: Duration) {
+    tracing::warn!(
+        target: "tower_retry_after",
+        wait_ms = millis(wait),
+        "an attempt timed out inside RateLimitLayer: a timeout below the layer bounds each \
+         attempt, not the call, whose retries and waits add up; to bound the whole call, put \
+         the timeout outside (above) the layer",
+    );
 }

@@ -48,6 +48,7 @@ use crate::jitter::Draws;
 use crate::key::Key;
 use crate::notice::Notice;
 use crate::policy::{Action, Attempt, BoxError, Outcome, Policy};
+use crate::telemetry;
 use crate::throttled::HeldBy;
 use crate::throttled::Throttled;
 use crate::tokens::TokenCost;
@@ -130,6 +131,9 @@ where
 {
     pub(crate) fn new(service: S, policy: P, config: Arc<Config>, request: Request<B>) -> Self {
         let (parts, body) = request.into_parts();
+        if parts.uri.authority().is_none() && config.warned.server_side() {
+            events::server_side(&parts);
+        }
         let cost = parts.extensions.get::<TokenCost>().copied();
         let gate = config
             .key_of(&parts)
@@ -200,6 +204,7 @@ where
                             this.budget.add_wait(now - since);
                             let key = this.gate.as_ref().map(Call::key);
                             events::waited(key, now - since, this.budget.retries() + 1);
+                            telemetry::waited(key, now - since);
                             match this.state.as_mut().project_replace(State::Done) {
                                 StateOwned::Waiting { body, .. } => this.clear(pass, body),
                                 _ => continue,
@@ -209,6 +214,7 @@ where
                             // Closed longer than the call may wait: it gives up now, rather
                             // than sleep out its budget first.
                             this.budget.add_wait(now - since);
+                            telemetry::waited(this.gate.as_ref().map(Call::key), now - since);
                             this.throttled(throttled)
                         }
                         Err(NotYet::Reroute) => {
@@ -223,6 +229,8 @@ where
                         Err(_) if now >= deadline => {
                             // The budget is spent, whatever the gate would say later.
                             this.budget.add_wait(deadline - since);
+                            let key = this.gate.as_ref().map(Call::key);
+                            telemetry::waited(key, deadline - since);
                             let throttled = place.throttled(now);
                             this.throttled(throttled)
                         }
@@ -347,6 +355,10 @@ where
     /// A key's episode turned: the operator is told, in an event and through the hook.
     fn episode(&self, key: &Key, episode: Episode) {
         events::episode(key, &episode);
+        match episode {
+            Episode::Closed(closed) => telemetry::closed(key, closed.left),
+            Episode::Reopened => telemetry::closed(key, Duration::ZERO),
+        }
         let notice = match episode {
             Episode::Closed(closed) => Notice::Closed {
                 key,
@@ -363,6 +375,7 @@ where
     fn sleep(&mut self, wait: Duration, body: B, now: Instant) -> Step<S::Future, B, S::Response> {
         self.unready();
         self.budget.add_wait(wait);
+        telemetry::waited(self.gate.as_ref().map(Call::key), wait);
         Step::Next(State::Sleeping {
             sleep: Box::pin(tokio::time::sleep_until(after(now, wait))),
             body,
@@ -451,7 +464,9 @@ where
 
     /// Sends the attempt with `body` on a service that is ready.
     fn send(&mut self, pass: Option<Pass>, body: B) -> Step<S::Future, B, S::Response> {
-        events::sent(self.gate.as_ref().map(Call::key), self.budget.retries() + 1);
+        let (key, attempt) = (self.gate.as_ref().map(Call::key), self.budget.retries() + 1);
+        events::sent(key, attempt);
+        telemetry::sent(key, attempt);
         let request = Request::from_parts(self.request.clone(), body);
         let future = self.service.call(request);
         *self.ready = false;
@@ -461,6 +476,7 @@ where
     /// The call gives up at its gate: `throttled`, with what is kept of the last attempt.
     fn throttled(&mut self, throttled: Throttled) -> Step<S::Future, B, S::Response> {
         let attempt = self.budget.retries() + 1;
+        telemetry::failed_fast(throttled.key());
         events::at_gate(
             throttled.key(),
             throttled.retry_after(),
@@ -496,6 +512,9 @@ where
         let seen = Attempt::new(self.request, Outcome::of(&outcome), attempt);
         let action = self.policy.classify(&seen);
         let answer = said.as_ref().map_or_else(Answer::default, Said::answer);
+        if answer.refused {
+            telemetry::refused(self.gate.as_ref().map(Call::key));
+        }
         // The jitter's draw, only where a wait may follow: a response the policy returns that
         // was not a refusal ends the call and closes no gate, and most calls end so.
         let unit = if action == Action::Return && !answer.refused {
@@ -513,6 +532,14 @@ where
             .and(self.replay.as_ref())
             .and_then(|body| self.policy.clone_body(body));
         let mut decision = decision.map(|decision| decision.with_body(next.is_some()));
+        if let (Err(error), Some(decision)) = (&outcome, decision.as_ref()) {
+            // tower's `Timeout` fails an attempt with "request timed out", hyper-util's connect
+            // timeout with "... timed out": either way, each attempt is bounded, not the call.
+            let retried = decision.declined.is_none();
+            if retried && timed_out(error.as_ref()) && self.config.warned.timeout_inside() {
+                events::timeout_inside(decision.wait);
+            }
+        }
         let cause = said.as_ref().map(Said::held_by);
         if let Some(decision) = decision.as_mut().filter(|decision| {
             decision.action == Action::RateLimited && decision.declined.is_none()
@@ -549,6 +576,9 @@ where
                     if let Some(tokens) = said.tokens() {
                         gate.take_tokens(tokens, now);
                     }
+                }
+                if let (Some(gate), Some(quota)) = (self.gate.as_ref(), report.quota) {
+                    telemetry::remaining(gate.key(), quota.remaining);
                 }
                 let (held, episode) = pass.answered(report, now, retry);
                 if let Some((episode, gate)) = episode.zip(self.gate.as_ref()) {
@@ -592,6 +622,7 @@ where
             }
             _ => {
                 self.budget.spend(&decision, decision.wait);
+                telemetry::waited(self.gate.as_ref().map(Call::key), decision.wait);
                 Step::Next(State::Sleeping {
                     sleep: Box::pin(tokio::time::sleep_until(after(now, decision.wait))),
                     body,
@@ -599,6 +630,12 @@ where
             }
         }
     }
+}
+
+/// Whether `error`, or an error it wraps, says a timeout cut the attempt short.
+fn timed_out(error: &(dyn std::error::Error + 'static)) -> bool {
+    std::iter::successors(Some(error), |error| error.source())
+        .any(|error| error.to_string().contains("timed out"))
 }
 
 /// `outcome`, with what the call `cost` in a response's extensions.

@@ -96,6 +96,7 @@ mod redis;
 pub mod reqwest;
 mod service;
 mod settings;
+mod telemetry;
 mod throttled;
 mod tokens;
 

@@ -473,3 +473,52 @@ async fn refusals_that_come_back_together_are_one_episode() {
         .collect();
     assert_eq!(episodes, ["closed", "reopened"], "{events:#?}");
 }
+
+/// The warnings among `events`.
+fn warnings(events: &[BTreeMap<String, String>]) -> Vec<&BTreeMap<String, String>> {
+    events
+        .iter()
+        .filter(|event| event["level"] == "WARN")
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn requests_a_server_receives_are_warned_of_once() {
+    let service = RateLimitLayer::new().layer(refusing(&[]));
+    let (events, ()) = events_of(async {
+        for _ in 0..3 {
+            let request = Request::get("/v1/items")
+                .header("host", "api.test")
+                .body(String::new())
+                .unwrap();
+            service.clone().oneshot(request).await.unwrap();
+        }
+    })
+    .await;
+    let warned = warnings(&events);
+    assert_eq!(warned.len(), 1, "{events:#?}");
+    assert!(warned[0]["message"].contains("not on a server's router"));
+    assert_eq!(warned[0]["uri"], "/v1/items");
+    // A client's request, with its server named, is not warned of.
+    let (events, _) = events_of(service.clone().oneshot(get())).await;
+    assert!(warnings(&events).is_empty(), "{events:#?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_timeout_inside_the_layer_is_warned_of_once() {
+    let slow = tower::service_fn(|_request: Request<String>| async {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        Ok::<_, tower::BoxError>(Response::new(String::new()))
+    });
+    let service = tower::ServiceBuilder::new()
+        .layer(RateLimitLayer::new())
+        .timeout(Duration::from_secs(2))
+        .service(slow);
+    let (events, result) = events_of(service.oneshot(get())).await;
+    assert!(result.is_err(), "every attempt timed out");
+    let sent = named(&events, "attempt sent").len();
+    assert_eq!(sent, 4, "the first and three transient retries");
+    let warned = warnings(&events);
+    assert_eq!(warned.len(), 1, "{events:#?}");
+    assert!(warned[0]["message"].contains("put the timeout outside"));
+}

@@ -13,6 +13,7 @@ use super::report::Report;
 use super::store::{Ticket, Window};
 use super::terms::Terms;
 use crate::key::Key;
+use crate::telemetry;
 use crate::throttled::{HeldBy, Throttled};
 
 /// A request let through a gate. What its response says must be recorded; if no response
@@ -153,6 +154,7 @@ pub(crate) struct Place {
 
 impl Place {
     pub(super) fn new(gates: Gates, key: Key, id: u64, terms: Terms) -> Self {
+        telemetry::waiting(&key, true);
         Place {
             gates,
             key,
@@ -229,6 +231,7 @@ impl Place {
 
 impl Drop for Place {
     fn drop(&mut self) {
+        telemetry::waiting(&self.key, false);
         if self.queued {
             let (id, metered) = (self.id, self.terms.metered);
             self.gates

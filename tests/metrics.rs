@@ -1,0 +1,123 @@
+//! The layer's numbers through the `metrics` facade (feature `metrics`): what was sent,
+//! refused, retried, failed fast and waited, and each key's gauges, labelled by the key as
+//! events show it, never a credential. Recorded into the example's recorder, installed for
+//! the test's thread (the paused runtime runs every task on it).
+
+#[path = "../examples/metrics/prometheus.rs"]
+mod prometheus;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use http::{Request, Response};
+use prometheus::Prometheus;
+use tower::{Layer, Service, ServiceExt};
+use tower_retry_after::{Key, RateLimitLayer};
+
+/// Answers the first request with 429 and `Retry-After: retry_after`, the rest with 200 and
+/// the quota left of 100; counts what it received.
+fn server(
+    retry_after: &'static str,
+    received: Arc<AtomicUsize>,
+) -> impl Service<Request<String>, Response = Response<String>, Error = tower::BoxError, Future: Send>
++ Clone {
+    tower::service_fn(move |_request: Request<String>| {
+        let nth = received.fetch_add(1, Ordering::SeqCst);
+        async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let response = if nth == 0 {
+                Response::builder()
+                    .status(429)
+                    .header("retry-after", retry_after)
+            } else {
+                Response::builder()
+                    .header("ratelimit-policy", r#""default";q=100;w=60"#)
+                    .header("ratelimit", format!(r#""default";r={};t=59"#, 100 - nth))
+            };
+            Ok::<_, tower::BoxError>(response.body(String::new()).unwrap())
+        }
+    })
+}
+
+/// Ten calls through `layer`, the first alone; the export once they ended, and how many
+/// requests the server received.
+async fn ten_calls(layer: RateLimitLayer, retry_after: &'static str) -> (String, usize) {
+    let prometheus = Prometheus::default();
+    let _installed = metrics::set_default_local_recorder(&prometheus);
+    let received = Arc::new(AtomicUsize::new(0));
+    let service = layer.layer(server(retry_after, received.clone()));
+    let request = || {
+        Request::get("https://api.test/v1/items")
+            .header("authorization", "Bearer sk-live-0123456789")
+            .body(String::new())
+            .unwrap()
+    };
+    let first = tokio::spawn(service.clone().oneshot(request()));
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let others: Vec<_> = (0..9)
+        .map(|_| tokio::spawn(service.clone().oneshot(request())))
+        .collect();
+    for call in std::iter::once(first).chain(others) {
+        let _ = call.await.unwrap();
+    }
+    (prometheus.render(), received.load(Ordering::SeqCst))
+}
+
+/// The value of the series `name` in `export`.
+fn value(export: &str, name: &str) -> f64 {
+    export
+        .lines()
+        .find(|line| line.split('{').next() == Some(name))
+        .and_then(|line| line.rsplit(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in\n{export}"))
+}
+
+fn by_credential() -> RateLimitLayer {
+    RateLimitLayer::new().key(|request: &http::request::Parts| {
+        let token = request.headers.get("authorization")?;
+        Some(Key::credential(token.as_bytes()))
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_counters_say_what_was_sent_refused_retried_and_waited() {
+    let (export, received) = ten_calls(by_credential(), "2").await;
+    assert_eq!(received, 11, "the refused one, its retry, nine more");
+    assert_eq!(
+        value(&export, "tower_retry_after_requests_sent_total"),
+        11.0
+    );
+    assert_eq!(value(&export, "tower_retry_after_refused_total"), 1.0);
+    assert_eq!(value(&export, "tower_retry_after_retries_total"), 1.0);
+    // The retry and the nine held at the gate each waited out the 2 s the server named.
+    assert_eq!(value(&export, "tower_retry_after_wait_seconds_count"), 10.0);
+    let waited = value(&export, "tower_retry_after_wait_seconds_sum");
+    assert!((19.0..30.0).contains(&waited), "{waited}");
+    assert_eq!(value(&export, "tower_retry_after_remaining"), 90.0);
+    assert_eq!(value(&export, "tower_retry_after_waiters"), 0.0);
+    assert_eq!(
+        value(&export, "tower_retry_after_closed_seconds"),
+        0.0,
+        "reopened"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_key_is_labelled_by_its_fingerprint_never_its_credential() {
+    let (export, _) = ten_calls(by_credential(), "2").await;
+    assert!(!export.contains("sk-live"), "{export}");
+    assert!(export.contains(r#"key="credential:"#), "{export}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn calls_turned_away_at_a_closed_gate_are_counted_as_failed_fast() {
+    // An hour's closure, beyond the cap: the first call gets its 429 at once, and the nine
+    // after it fail fast, sending nothing.
+    let (export, received) = ten_calls(by_credential(), "3600").await;
+    assert_eq!(received, 1);
+    assert_eq!(value(&export, "tower_retry_after_failed_fast_total"), 9.0);
+    assert_eq!(value(&export, "tower_retry_after_requests_sent_total"), 1.0);
+    let closed = value(&export, "tower_retry_after_closed_seconds");
+    assert!((3600.0..3700.0).contains(&closed), "{closed}");
+}
