@@ -26,6 +26,9 @@
 //! | Zendesk | `zendesk-ratelimit-<endpoint>: total=; remaining=; resets=` as a named meter; `X-Rate-Limit`, `X-Rate-Limit-Remaining` and `ratelimit-reset` as the one account meter they split |
 //! | Stripe | `Stripe-Should-Retry` (the policy's verdict, as `x-should-retry`); `Stripe-Rate-Limited-Reason: *-concurrency`: too many in flight, so the refused call backs off alone and nothing closes for the key's other calls (`RateLimitInfo::is_concurrency_limit`) |
 //! | AWS | `x-amz-retry-after` (milliseconds); the longer of it and `Retry-After` stands |
+//! | X (Twitter) | the endpoint's `x-rate-limit-*` as above, and the user's and the app's caps over 24 hours, `x-{user,app}-limit-24hour-{limit,remaining,reset}`, each a meter of its own (epoch resets against `Date`) |
+//! | HubSpot | `X-HubSpot-RateLimit-Max` / `-Remaining` over `-Interval-Milliseconds` (the burst), `-Secondly` / `-Secondly-Remaining`, `-Daily` / `-Daily-Remaining`: three meters, none with a reset sent (a spent short window's length is taken as its reset) |
+//! | Salesforce | `Sforce-Limit-Info: api-usage=18/5000` (used of limit, a rolling day), each member a meter named by its key; no reset, so a spent quota holds calls through a refusal's `Retry-After` |
 //! | Cloudflare | draft 08 `Ratelimit` / `Ratelimit-Policy`, as above |
 //!
 //! - **Meters of tokens** (OpenAI, Anthropic) are meters of their own (`Unit`): they do not pace
@@ -59,8 +62,7 @@
 //! - Structured-field syntax errors, and values the drafts forbid (negative, fractional, zero
 //!   window, two bare policies with one quota), make that field absent.
 //! - Not read (they read as nothing, never as a wrong number): a JavaScript `Date` string as a
-//!   reset, X's `x-user-limit-24hour-*`, Akamai's `X-RateLimit-Next`, and a limit a server states
-//!   only in the body (GitHub's secondary limit without `Retry-After`: a layer reading headers
+//!   reset, Akamai's `X-RateLimit-Next`, and a limit a server states only in the body (GitHub's secondary limit without `Retry-After`: a layer reading headers
 //!   never sees the body).
 //!
 //! Every line of `tests/vectors/ratelimit-headers.txt` (vectors gathered from real servers and the
