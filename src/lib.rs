@@ -17,7 +17,10 @@
 //! Whichever way a call ends, [`RateLimitedExt::rate_limited`] says whether it was rate
 //! limited and for how long: a refusal returned, or [`Throttled`], read alike.
 //!
-//! The rules, each with its reason:
+//! The [`guide`] says what the layer does with a call and why, a page a concept: what is
+//! retried and how long a wait is ([`guide::retries`]), what is read ([`guide::reading`]), the
+//! gate ([`guide::gate`]), learning ([`guide::learning`]), the fleet ([`guide::fleet`]) and
+//! every setting ([`guide::settings`]). The rules in short, each with its reason:
 //!
 //! - **A server's instruction is never shortened.** `Retry-After` (or the reset of a meter
 //!   that said zero) is waited in full, plus an additive spread. Retrying sooner is retrying
@@ -83,6 +86,7 @@ mod cost;
 mod events;
 mod future;
 mod gate;
+pub mod guide;
 mod headers;
 mod jitter;
 mod key;

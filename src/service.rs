@@ -16,6 +16,18 @@ use crate::policy::{BoxError, Policy, StatusPolicy};
 /// long as the server said (never less) within each call's budget. See the
 /// [crate documentation](crate).
 ///
+/// # When a call does not compile
+///
+/// `RateLimit<S, P>` is a `Service<Request<B>>` where its policy is a
+/// [`Policy<B, ResBody>`](Policy) for the inner service's bodies; with the default policy, where
+/// `B` is a [`ReplayBody`](crate::policy::ReplayBody) (axum's `Body` is not). Called as a
+/// method (`client.ready()`, `client.oneshot(request)`), a body or policy that does not fit
+/// is reported as E0599, "the method `ready` exists for struct `RateLimit<..>`, but its trait
+/// bounds were not satisfied": rustc's method lookup stops at the `Service` bound and names
+/// neither. Called through the trait once, `Service::call(&mut client, request)` or
+/// `ServiceExt::oneshot(client, request)`, the same mistake is E0277, naming the body or policy
+/// and the fix (the recipes: [`ReplayBody`](crate::policy::ReplayBody)).
+///
 /// # Example
 ///
 /// ```

@@ -1,6 +1,6 @@
 //! Windows longer than the cap, end to end: hourly and daily quotas, and instructions beyond
-//! the cap and beyond the horizon. A hyper-util client through the README's stack (a timeout
-//! outside the layer, one gate per API token) against a real server on loopback that counts
+//! the cap and beyond the horizon. A hyper-util client through the guide's stack (a timeout
+//! outside the layer, one gate per API token, as in `guide::gate`) against a real server on loopback that counts
 //! what it received. The clock is paused, and the server's `Date` runs on it, as a real
 //! server's runs on its own clock: an hour passes in an instant, and the server sees it pass.
 
@@ -25,7 +25,7 @@ const TOKEN: &str = "Bearer ghp_0123";
 type Client =
     BoxCloneService<Request<Full<Bytes>>, http::Response<hyper::body::Incoming>, BoxError>;
 
-/// The README's stack: a timeout outside the layer, one gate per API token.
+/// The guide's stack: a timeout outside the layer, one gate per API token.
 fn stack(layer: RateLimitLayer) -> Client {
     let layer = layer.key(|request| match request.headers.get("authorization") {
         Some(token) => Some(Key::credential(token.as_bytes())),

@@ -10,8 +10,9 @@ use super::{Action, Attempt, Policy};
 /// ```
 /// use tower_retry_after::policy::{classify_fn, Action, Attempt, PolicyExt, StatusPolicy};
 ///
-/// let policy = StatusPolicy::new().and(classify_fn(|_: &Attempt<'_, String>| Action::Return));
-/// # let _ = policy;
+/// let policy = StatusPolicy::new().and(classify_fn(|_: &Attempt<'_, _>| Action::Return));
+/// # fn on_a_hyper_client(_: impl tower_retry_after::policy::Policy<http_body_util::Full<bytes::Bytes>, hyper::body::Incoming>) {}
+/// # on_a_hyper_client(policy);
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct And<A, B> {

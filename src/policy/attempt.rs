@@ -17,7 +17,7 @@ use super::{BoxError, Outcome};
 /// use tower_retry_after::policy::{classify_fn, Action, Attempt};
 ///
 /// // Gives up on anything but a 429 after the second attempt.
-/// let patient_only_for_429 = classify_fn(|attempt: &Attempt<'_, String>| {
+/// let patient_only_for_429 = classify_fn(|attempt: &Attempt<'_, _>| {
 ///     match attempt.response() {
 ///         Some(response) if response.status() == 429 => Action::RateLimited,
 ///         Some(response) if response.status().is_server_error() && attempt.number() < 2 => {
@@ -26,7 +26,8 @@ use super::{BoxError, Outcome};
 ///         _ => Action::Return,
 ///     }
 /// });
-/// # let _ = patient_only_for_429;
+/// # fn on_a_hyper_client(_: impl tower_retry_after::policy::Policy<http_body_util::Full<bytes::Bytes>, hyper::body::Incoming>) {}
+/// # on_a_hyper_client(patient_only_for_429);
 /// ```
 #[derive(Debug)]
 pub struct Attempt<'a, ResBody> {

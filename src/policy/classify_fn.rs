@@ -9,16 +9,22 @@ use super::{Action, Attempt, Policy};
 /// retries nothing with a body, so it is meant to be combined with a policy that does
 /// ([`PolicyExt::and`](super::PolicyExt::and), [`PolicyExt::or`](super::PolicyExt::or)).
 ///
+/// The closure classifies the response body its [`Attempt`] names: write `&Attempt<'_, _>`,
+/// and it is the body of the client the policy goes on (`hyper::body::Incoming` for a
+/// hyper-util client). A closure that names another (`&Attempt<'_, String>` on a hyper-util
+/// client) is not a policy for that client, and the compile error says so.
+///
 /// # Example
 ///
 /// ```
 /// use tower_retry_after::policy::{classify_fn, Action, Attempt};
 ///
-/// let only_429 = classify_fn(|attempt: &Attempt<'_, String>| match attempt.response() {
+/// let only_429 = classify_fn(|attempt: &Attempt<'_, _>| match attempt.response() {
 ///     Some(response) if response.status() == 429 => Action::RateLimited,
 ///     _ => Action::Return,
 /// });
-/// # let _ = only_429;
+/// # fn on_a_hyper_client(_: impl tower_retry_after::policy::Policy<http_body_util::Full<bytes::Bytes>, hyper::body::Incoming>) {}
+/// # on_a_hyper_client(only_429);
 /// ```
 pub fn classify_fn<F, ResBody>(classify: F) -> ClassifyFn<F, ResBody>
 where

@@ -16,23 +16,31 @@
 //!
 //! # Example
 //!
-//! ```
-//! use http::StatusCode;
-//! use tower_retry_after::policy::{classify_fn, Action, Attempt, Behaviour, PolicyExt, StatusPolicy};
+//! A closure's `&Attempt<'_, _>` leaves the response body to the client the policy goes on, so
+//! one policy serves a hyper-util client (`Incoming`), a reqwest client, or a test's stand-in:
 //!
-//! // 520 (an origin error behind a CDN) is retried like a 502; 502 and 503 keep their defaults.
-//! let table = StatusPolicy::new().on(StatusCode::from_u16(520).unwrap(), Behaviour::RetryIfIdempotent);
-//! // Never retry anything under /payments, whatever the table says.
-//! let payments = classify_fn(|attempt: &Attempt<'_, String>| {
-//!     if attempt.request().uri.path().starts_with("/payments") {
-//!         Action::Return
-//!     } else {
-//!         Action::Retry
-//!     }
-//! });
-//! let policy = table.and(payments);
-//! # fn check<P: tower_retry_after::policy::Policy<String, String>>(_: &P) {}
-//! # check(&policy);
+//! ```
+//! use bytes::Bytes;
+//! use http::StatusCode;
+//! use http_body_util::Full;
+//! use hyper::body::Incoming;
+//! use tower_retry_after::policy::{classify_fn, Action, Attempt, Behaviour, Policy, PolicyExt, StatusPolicy};
+//!
+//! /// The policy for a hyper-util client: requests with `Full<Bytes>` bodies, `Incoming` responses.
+//! fn policy() -> impl Policy<Full<Bytes>, Incoming> + Clone {
+//!     // 520 (an origin error behind a CDN) is retried like a 502; 502 and 503 keep their defaults.
+//!     let table = StatusPolicy::new().on(StatusCode::from_u16(520).unwrap(), Behaviour::RetryIfIdempotent);
+//!     // Never retry anything under /payments, whatever the table says.
+//!     let payments = classify_fn(|attempt: &Attempt<'_, _>| {
+//!         if attempt.request().uri.path().starts_with("/payments") {
+//!             Action::Return
+//!         } else {
+//!             Action::Retry
+//!         }
+//!     });
+//!     table.and(payments)
+//! }
+//! # let _ = policy();
 //! ```
 
 mod and;
@@ -115,13 +123,14 @@ pub enum Action {
 /// # Example
 ///
 /// ```
-/// use tower_retry_after::policy::{Action, Attempt, Policy};
+/// use tower_retry_after::policy::{Action, Attempt, Policy, ReplayBody};
 ///
 /// /// Retries every 5xx, on any method: only for an API whose writes are all idempotent.
 /// #[derive(Clone)]
 /// struct AllWritesIdempotent;
 ///
-/// impl<ResBody> Policy<String, ResBody> for AllWritesIdempotent {
+/// // Generic over both bodies, so it serves any client: it reads neither.
+/// impl<B: ReplayBody, ResBody> Policy<B, ResBody> for AllWritesIdempotent {
 ///     fn classify(&mut self, attempt: &Attempt<'_, ResBody>) -> Action {
 ///         match attempt.response() {
 ///             Some(response) if response.status().as_u16() == 429 => Action::RateLimited,
@@ -131,11 +140,19 @@ pub enum Action {
 ///         }
 ///     }
 ///
-///     fn clone_body(&self, body: &String) -> Option<String> {
-///         Some(body.clone())
+///     fn clone_body(&self, body: &B) -> Option<B> {
+///         body.replay()
 ///     }
 /// }
+/// # fn on_a_hyper_client(_: impl tower_retry_after::policy::Policy<http_body_util::Full<bytes::Bytes>, hyper::body::Incoming>) {}
+/// # on_a_hyper_client(AllWritesIdempotent);
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a `Policy` for request bodies `{B}` and response bodies `{ResBody}`",
+    label = "the layer's policy must be a `Policy<{B}, {ResBody}>`",
+    note = "a `classify_fn` closure classifies only the response body its `Attempt` names: write `&Attempt<'_, _>`, and the client's body is taken (`hyper::body::Incoming` for a hyper-util client)",
+    note = "a policy of your own: implement `Policy<B, ResBody>` generically over the body types it does not read (`impl<B: ReplayBody, ResBody> Policy<B, ResBody> for MyPolicy`)"
+)]
 pub trait Policy<B, ResBody> {
     /// What to do with this attempt's outcome.
     ///
@@ -153,7 +170,7 @@ pub trait Policy<B, ResBody> {
     /// # async fn main() -> Result<(), tower::BoxError> {
     /// // GitHub answers a spent quota with 403 and `x-ratelimit-remaining: 0`: that 403 is a
     /// // rate limit, waited out until the meter's reset.
-    /// let github = StatusPolicy::new().or(classify_fn(|attempt: &Attempt<'_, String>| {
+    /// let github = StatusPolicy::new().or(classify_fn(|attempt: &Attempt<'_, _>| {
     ///     let Some(response) = attempt.response() else { return Action::Return };
     ///     let info = response.extensions().get::<RateLimitInfo>();
     ///     let spent = info.and_then(RateLimitInfo::binding_meter).is_some_and(|meter| meter.is_exhausted());
@@ -223,10 +240,11 @@ pub trait PolicyExt: Sized {
     /// ```
     /// use tower_retry_after::policy::{classify_fn, Action, Attempt, PolicyExt, StatusPolicy};
     ///
-    /// let no_retries_for_uploads = StatusPolicy::new().and(classify_fn(|attempt: &Attempt<'_, String>| {
+    /// let no_retries_for_uploads = StatusPolicy::new().and(classify_fn(|attempt: &Attempt<'_, _>| {
     ///     if attempt.request().uri.path() == "/upload" { Action::Return } else { Action::Retry }
     /// }));
-    /// # let _ = no_retries_for_uploads;
+    /// # fn on_a_hyper_client(_: impl tower_retry_after::policy::Policy<http_body_util::Full<bytes::Bytes>, hyper::body::Incoming>) {}
+    /// # on_a_hyper_client(no_retries_for_uploads);
     /// ```
     fn and<Q>(self, other: Q) -> And<Self, Q> {
         And::new(self, other)
@@ -239,13 +257,14 @@ pub trait PolicyExt: Sized {
     /// use tower_retry_after::policy::{classify_fn, Action, Attempt, PolicyExt, StatusPolicy};
     ///
     /// // Also retry 409 Conflict, which this API uses for "try again".
-    /// let conflicts_too = StatusPolicy::new().or(classify_fn(|attempt: &Attempt<'_, String>| {
+    /// let conflicts_too = StatusPolicy::new().or(classify_fn(|attempt: &Attempt<'_, _>| {
     ///     match attempt.response() {
     ///         Some(response) if response.status() == 409 => Action::Retry,
     ///         _ => Action::Return,
     ///     }
     /// }));
-    /// # let _ = conflicts_too;
+    /// # fn on_a_hyper_client(_: impl tower_retry_after::policy::Policy<http_body_util::Full<bytes::Bytes>, hyper::body::Incoming>) {}
+    /// # on_a_hyper_client(conflicts_too);
     /// ```
     fn or<Q>(self, other: Q) -> Or<Self, Q> {
         Or::new(self, other)

@@ -10,8 +10,9 @@ use super::{Action, Attempt, Policy};
 /// ```
 /// use tower_retry_after::policy::{classify_fn, Action, Attempt, PolicyExt, StatusPolicy};
 ///
-/// let policy = StatusPolicy::new().or(classify_fn(|_: &Attempt<'_, String>| Action::Retry));
-/// # let _ = policy;
+/// let policy = StatusPolicy::new().or(classify_fn(|_: &Attempt<'_, _>| Action::Retry));
+/// # fn on_a_hyper_client(_: impl tower_retry_after::policy::Policy<http_body_util::Full<bytes::Bytes>, hyper::body::Incoming>) {}
+/// # on_a_hyper_client(policy);
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Or<A, B> {

@@ -3,18 +3,29 @@
 use bytes::{Buf, Bytes};
 use http_body::Body;
 use http_body_util::combinators::{BoxBody, UnsyncBoxBody};
-use http_body_util::{Empty, Full};
+use http_body_util::{Either, Empty, Full};
 
 /// A request body that can be sent again for a retry; what [`StatusPolicy`](super::StatusPolicy)
 /// replays requests with.
 ///
 /// Bodies held in memory (`Full`, `Empty`, `String`, `Vec<u8>`, `Bytes`, `()`) copy themselves.
 /// Boxed bodies replay only when empty (nothing to lose); any other boxed or streaming body
-/// answers `None`, and its request is sent once and never retried.
+/// answers `None`, and its request is sent once and never retried. An `Either` of two replays
+/// as the side it holds does.
 ///
-/// Implement it for a body type of your own; for a body type from another crate, combine
-/// [`StatusPolicy::action`](super::StatusPolicy::action) with your own
-/// [`Policy::clone_body`](super::Policy::clone_body).
+/// A body type that implements none of this (axum's `Body`, a stream) does not compile under
+/// the default policy; the recipes, each named in that compile error too:
+///
+/// - **Buffer it**, with a size limit, into `Full<Bytes>`: it then replays. A proxy forwarding
+///   axum's `Body` buffers what fits and streams the rest, sent once, in one body type,
+///   `Either<Full<Bytes>, UnsyncBoxBody<Bytes, E>>`: the `axum_proxy` example is that recipe,
+///   and its test counts a buffered request retried and a streamed one sent once.
+/// - **Send it once**: box it (`BodyExt::boxed_unsync`); a boxed body that is not empty is
+///   never retried. hyper's `Incoming` is sent once as it is.
+/// - **A body type of your own**: implement this trait; for a body type from another crate,
+///   copy it with [`clone_body_fn`](super::clone_body_fn), or combine
+///   [`StatusPolicy::action`](super::StatusPolicy::action) with your own
+///   [`Policy::clone_body`](super::Policy::clone_body).
 ///
 /// # Example
 ///
@@ -30,6 +41,13 @@ use http_body_util::{Empty, Full};
 ///     }
 /// }
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a request body the layer can send again: it does not implement `ReplayBody`",
+    label = "the default policy (`StatusPolicy`) replays request bodies through `ReplayBody`",
+    note = "buffer it, with a size limit, into `Full<Bytes>`, which replays (axum's `Body`: the `axum_proxy` example does it, streaming what is over the limit)",
+    note = "or send it once, never retried: box it (`BodyExt::boxed_unsync`), as hyper's `Incoming` is sent once",
+    note = "or, for a body type of your own, implement `ReplayBody`, or copy it with `policy::clone_body_fn`"
+)]
 pub trait ReplayBody: Sized {
     /// A copy of this body to send again; `None` if it cannot be replayed.
     fn replay(&self) -> Option<Self>;
@@ -83,6 +101,17 @@ impl<D: Buf + 'static, E> ReplayBody for UnsyncBoxBody<D, E> {
     }
 }
 
+/// Whichever body it holds replays as that body does: what lets one body type be buffered
+/// (replayed) for some requests and streamed (sent once) for others.
+impl<L: ReplayBody, R: ReplayBody> ReplayBody for Either<L, R> {
+    fn replay(&self) -> Option<Self> {
+        match self {
+            Either::Left(body) => body.replay().map(Either::Left),
+            Either::Right(body) => body.replay().map(Either::Right),
+        }
+    }
+}
+
 /// A body that says it holds nothing more.
 fn is_empty(body: &impl Body) -> bool {
     body.is_end_stream() || body.size_hint().exact() == Some(0)
@@ -127,6 +156,17 @@ mod tests {
         let unsync_empty: UnsyncBoxBody<Bytes, std::convert::Infallible> =
             Empty::new().boxed_unsync();
         assert!(unsync_empty.replay().is_some());
+    }
+
+    #[test]
+    fn an_either_replays_as_the_side_it_holds() {
+        type Forwarded = Either<Full<Bytes>, UnsyncBoxBody<Bytes, std::convert::Infallible>>;
+        let buffered: Forwarded = Either::Left(Full::new(Bytes::from_static(b"x")));
+        assert!(matches!(buffered.replay(), Some(Either::Left(_))));
+        let streamed: Forwarded = Either::Right(Full::new(Bytes::from_static(b"x")).boxed_unsync());
+        assert!(streamed.replay().is_none());
+        let empty_stream: Forwarded = Either::Right(Empty::new().boxed_unsync());
+        assert!(matches!(empty_stream.replay(), Some(Either::Right(_))));
     }
 
     /// A body whose only sign of being empty is one of the two.

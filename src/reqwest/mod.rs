@@ -10,8 +10,9 @@
 //!
 //! What a reqwest user gets:
 //!
-//! - The README's table, unchanged: 429 waited out and retried on any method, 5xx retried
-//!   only for idempotent requests, connect errors (nothing was sent) on any method.
+//! - The table of [`guide::retries`](crate::guide::retries), unchanged: 429 waited out and
+//!   retried on any method, 5xx retried only for idempotent requests, connect errors (nothing
+//!   was sent) on any method.
 //! - A request reqwest can clone ([`reqwest::Request::try_clone`]: a body in memory) is
 //!   retried; a streaming body is sent once.
 //! - [`RateLimitInfo`](crate::RateLimitInfo) and [`CallCost`](crate::CallCost) in the
@@ -25,6 +26,9 @@
 //!   those of the attempt whose response it gets.
 //! - A [`TokenCost`](crate::TokenCost) declared with reqwest-middleware's
 //!   `RequestBuilder::with_extension` is spent at the key's gate, as for a hyper stack.
+//! - reqwest's own `timeout` bounds each request sent, not the call: for a bound on the whole
+//!   call, waits included, wrap it in `tokio::time::timeout` (above `max_wait`, as for a
+//!   `Timeout` outside a tower stack).
 //!
 //! # With `reqwest-retry` and `reqwest-tracing`
 //!
@@ -34,8 +38,9 @@
 //! then it sees only what this middleware returns, and a retry of its own goes through the
 //! key's gate, which holds it until the server's time. Attached after (inside), it would see
 //! every 429 first and resend it after its own backoff, inside the window the server named and
-//! past the gate: a second refusal by construction. Give it a strategy that leaves 429 and
-//! non-idempotent 5xx alone if it must not undo this middleware's decisions.
+//! past the gate: a second refusal by construction (`tests/reqwest.rs` counts both orders: 2
+//! requests before, more after). Give it a strategy that leaves 429 and non-idempotent 5xx
+//! alone if it must not undo this middleware's decisions.
 //!
 //! `reqwest-tracing` goes before this middleware for one span per call, waits included, or
 //! after it for one span per request sent.
