@@ -25,6 +25,7 @@
 //! | [`gate`] | one gate per upstream: no herd when it opens, a known quota not overspent, nothing that jams it, keys, reading a key's state |
 //! | [`learning`] | not arriving at the wall: the slow start, limits learned where the server publishes none, the server's clock |
 //! | [`fleet`] | processes sharing one credential, with gates on a store (Redis) |
+//! | [`operating`] | what an operator sees: events and their levels, the hook, metrics, each key's state, the mistakes warned of |
 //! | [`settings`] | every setter, its default, and how the cap, the budget and the horizon follow each other |
 //! | [`compared`] | what other retry libraries (tower's, reqwest's, urllib3's, Go's, npm's, octokit's) do in the same cases |
 //! | [`testing`] | how the crate is tested (end to end, faults, fuzzing, mutation testing) and measured |
@@ -70,6 +71,7 @@ pub mod compared;
 pub mod fleet;
 pub mod gate;
 pub mod learning;
+pub mod operating;
 pub mod reading;
 pub mod retries;
 pub mod settings;

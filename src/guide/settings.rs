@@ -16,6 +16,7 @@
 //! | `learn_limits` | on | where the server publishes no quota, pace by the one its refusals show |
 //! | `key` | the request's origin | `Key::credential(token)` per credential (only a fingerprint is kept and shown), `Key::named(...)` per tenant or API; fall back to `Key::origin(request)`, as `None` leaves a request ungated |
 //! | `gates` | its own | share `Gates` between layers; `Gates::with_store` shares across processes (see [`fleet`](super::fleet)) |
+//! | `on_rate_limit` | none | a hook told of each wait (its `false` vetoes it) and each episode; see [`operating`](super::operating) |
 //! | `with_policy` | `StatusPolicy` | `StatusPolicy::new().on(status, Behaviour)` merges over the table; `clone_body_fn(...)` copies a body type of your own; a policy sees each `Attempt` |
 //!
 //! What you set is never overridden. Of the cap, `max_wait` and the horizon, the ones left unset
