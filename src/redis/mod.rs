@@ -2,7 +2,9 @@
 //!
 //! Each key is one hash and one sorted set of the requests out, changed only by two Lua
 //! scripts (`reserve.lua`, `merge.lua`), so that reserving and closing are atomic across
-//! processes. The scripts keep the rules of
+//! processes. Both names carry one hash tag, the key's (see [`RedisStore::redis_key`]), so
+//! that on a Redis Cluster they sit in one slot, as a script touching both must. The scripts
+//! keep the rules of
 //! `gate/ledger.rs` on Redis's own clock: a process sends durations from its now and is
 //! answered in durations from its now, so no two processes' clocks are ever compared, and a
 //! closure is never brought forward. Every hash expires a little after the last time it names.
@@ -95,7 +97,23 @@ impl RedisStore {
         })
     }
 
-    /// Keys under `prefix` instead, so that several applications share one Redis.
+    /// Keys under `prefix` instead, so that several applications share one Redis. It is
+    /// written as given, before each key's hash tag: keep braces out of it, since on a cluster
+    /// the first `{…}` of a name picks its slot (a tag in the prefix puts every limit in one
+    /// slot; an empty `{}` splits a limit's two keys).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use tower_retry_after::{Key, RedisStore};
+    ///
+    /// # #[tokio::main]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let store = RedisStore::open("redis://127.0.0.1:6379/")?.prefix("billing:");
+    /// assert_eq!(store.redis_key(&Key::named("api")), "billing:{api}");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn prefix(mut self, prefix: &str) -> Self {
         self.prefix = Arc::from(prefix);
         self
@@ -108,10 +126,30 @@ impl RedisStore {
         self
     }
 
-    /// The Redis key holding `key`'s window; its requests out are under the same name followed
-    /// by `#out`.
+    /// The Redis key holding `key`'s window: the prefix, then the key in braces, its hash tag;
+    /// its requests out are under the same name followed by `#out`. The tag is what Redis
+    /// Cluster hashes to a slot, so a limit's two keys share one (a script touching both is
+    /// refused otherwise) and different limits spread over the nodes. Braces and `%` in the
+    /// key are written `%7B`, `%7D`, `%25`, and an empty key `%`: a brace would end the tag
+    /// early or leave it empty (Redis then hashes the whole name), and the escape keeps two
+    /// keys' names apart.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use tower_retry_after::{Key, RedisStore};
+    ///
+    /// # #[tokio::main]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let store = RedisStore::open("redis://127.0.0.1:6379/")?.prefix("billing:");
+    /// let api = Key::from_origin("https://api.test")?;
+    /// assert_eq!(store.redis_key(&api), "billing:{https://api.test}");
+    /// assert_eq!(store.redis_key(&Key::named("a}b")), "billing:{a%7Db}");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn redis_key(&self, key: &Key) -> String {
-        format!("{}{key}", self.prefix)
+        tagged(&self.prefix, &key.to_string())
     }
 
     /// Runs `script` on `key`'s hash with `arguments`; its answer, as integers.
@@ -185,6 +223,26 @@ impl WindowStore for RedisStore {
     }
 }
 
+/// `prefix`, then `name` as a hash tag (see [`RedisStore::redis_key`]).
+fn tagged(prefix: &str, name: &str) -> String {
+    let mut tagged = String::with_capacity(prefix.len() + name.len() + 2);
+    tagged.push_str(prefix);
+    tagged.push('{');
+    if name.is_empty() {
+        tagged.push('%');
+    }
+    for character in name.chars() {
+        match character {
+            '{' => tagged.push_str("%7B"),
+            '}' => tagged.push_str("%7D"),
+            '%' => tagged.push_str("%25"),
+            other => tagged.push(other),
+        }
+    }
+    tagged.push('}');
+    tagged
+}
+
 /// The reserve script's answer, received at `now` on the asking process's clock.
 fn reservation(answer: &[i64], now: SystemTime) -> Result<Reservation, StoreError> {
     let at = |millis: i64| {
@@ -232,6 +290,31 @@ fn clamp(value: impl TryInto<i64>) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_keys_name_is_its_hash_tag_with_the_braces_escaped() {
+        assert_eq!(tagged("p:", "https://api.test"), "p:{https://api.test}");
+        assert_eq!(tagged("p:", "a{b}c"), "p:{a%7Bb%7Dc}");
+        assert_eq!(tagged("p:", "}"), "p:{%7D}");
+        assert_eq!(tagged("p:", "100%"), "p:{100%25}");
+        assert_eq!(tagged("p:", ""), "p:{%}");
+        assert_eq!(tagged("", "api"), "{api}");
+    }
+
+    proptest::proptest! {
+        /// No two keys share a name: each name gives its key back.
+        #[test]
+        fn a_keys_name_gives_the_key_back(name in "(%|7B|7D|25|\\{|\\}|a){0,6}") {
+            let tagged = tagged("p:", &name);
+            let tag = tagged.strip_prefix("p:{").and_then(|tag| tag.strip_suffix('}'));
+            let tag = tag.filter(|tag| !tag.contains(['{', '}'])).unwrap();
+            let back = match tag {
+                "%" => String::new(),
+                _ => tag.replace("%7B", "{").replace("%7D", "}").replace("%25", "%"),
+            };
+            proptest::prop_assert_eq!(back, name);
+        }
+    }
 
     #[test]
     fn times_go_to_redis_rounded_up_and_past_ones_as_none() {
