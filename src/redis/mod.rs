@@ -28,7 +28,8 @@ const LINGER: Duration = Duration::from_millis(500);
 ///
 /// It connects lazily and reconnects on its own; a Redis that is down or slow never fails a
 /// call (the gates wait for it at most their deadline, see
-/// [`Gates::with_store_deadline`](crate::Gates::with_store_deadline)).
+/// [`Gates::with_store_deadline`](crate::Gates::with_store_deadline)). On a Redis Cluster
+/// (feature `redis-cluster`), open it with `RedisStore::open_cluster`.
 ///
 /// # Example
 ///
@@ -45,7 +46,7 @@ const LINGER: Duration = Duration::from_millis(500);
 /// ```
 #[derive(Clone)]
 pub struct RedisStore {
-    connection: ConnectionManager,
+    connection: Connection,
     prefix: Arc<str>,
     linger: Duration,
     scripts: Arc<[redis::Script; 2]>,
@@ -86,7 +87,92 @@ impl RedisStore {
             .set_max_delay(Duration::from_secs(1));
         let connection =
             ConnectionManager::new_lazy_with_config(client, config).map_err(StoreError::new)?;
-        Ok(RedisStore {
+        Ok(RedisStore::on(Connection::Single(connection)))
+    }
+
+    /// A store on the Redis Cluster that `nodes` (`redis://host:port/`, one or more of its
+    /// nodes) belong to, with keys under the prefix `tower-retry-after:`: it finds the others,
+    /// follows the slots as they move, and reconnects on its own. Must be called within a tokio
+    /// runtime; it connects in the background, so a cluster not up yet fails nothing. Feature
+    /// `redis-cluster`.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// use tower_retry_after::{Gates, RateLimitLayer, RedisStore};
+    ///
+    /// # #[tokio::main]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let nodes = ["redis://127.0.0.1:7000/", "redis://127.0.0.1:7001/"];
+    /// let store = RedisStore::open_cluster(nodes)?.prefix("billing:");
+    /// let layer = RateLimitLayer::new().gates(Gates::with_store(store));
+    /// # let _ = layer;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// If a node is not a Redis URL, there is none, they disagree (on a password, TLS), or
+    /// there is no tokio runtime.
+    #[cfg(feature = "redis-cluster")]
+    pub fn open_cluster<T: redis::IntoConnectionInfo>(
+        nodes: impl IntoIterator<Item = T>,
+    ) -> Result<Self, StoreError> {
+        // Retries are what follows a slot that moved (each redirection is one) and what
+        // reconnects a node; the response timeout bounds a question with all its retries, a
+        // second as on one Redis.
+        let client = redis::cluster::ClusterClient::builder(nodes)
+            .response_timeout(Duration::from_secs(1))
+            .retries(3)
+            .min_retry_wait(10)
+            .max_retry_wait(1_000)
+            .build()
+            .map_err(StoreError::new)?;
+        RedisStore::new_cluster(client)
+    }
+
+    /// A store on `client`'s Redis Cluster, with keys under the prefix `tower-retry-after:`,
+    /// for a client built with settings of its own (TLS, credentials, retries). It connects in
+    /// the background, with timeouts of a second per node for connecting and for each answer
+    /// (the gates wait no longer than their deadline anyway). Feature `redis-cluster`.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// use redis::cluster::ClusterClient;
+    /// use tower_retry_after::RedisStore;
+    ///
+    /// # #[tokio::main]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = ClusterClient::builder(["redis://127.0.0.1:7000/"])
+    ///     .password("hunter2")
+    ///     .retries(2)
+    ///     .build()?;
+    /// let store = RedisStore::new_cluster(client)?;
+    /// # let _ = store;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// If there is no tokio runtime to run the connection on.
+    #[cfg(feature = "redis-cluster")]
+    pub fn new_cluster(client: redis::cluster::ClusterClient) -> Result<Self, StoreError> {
+        // The cluster connection's task is spawned on the current runtime, and spawning
+        // outside one panics: an error is what the caller can handle.
+        tokio::runtime::Handle::try_current().map_err(StoreError::new)?;
+        let config = redis::cluster::ClusterConfig::new()
+            .set_connection_timeout(Duration::from_secs(1))
+            .set_response_timeout(Duration::from_secs(1));
+        let connection = client.get_pending_async_connection_with_config(config);
+        Ok(RedisStore::on(Connection::Cluster(connection)))
+    }
+
+    /// A store asking through `connection`, with the default prefix and linger.
+    fn on(connection: Connection) -> Self {
+        RedisStore {
             connection,
             prefix: Arc::from("tower-retry-after:"),
             linger: LINGER,
@@ -94,7 +180,7 @@ impl RedisStore {
                 redis::Script::new(include_str!("reserve.lua")),
                 redis::Script::new(include_str!("merge.lua")),
             ]),
-        })
+        }
     }
 
     /// Keys under `prefix` instead, so that several applications share one Redis. It is
@@ -160,7 +246,7 @@ impl RedisStore {
         arguments: [i64; N],
     ) -> impl Future<Output = Result<Vec<i64>, StoreError>> + Send + 'static {
         let (scripts, redis_key) = (self.scripts.clone(), self.redis_key(key));
-        let mut connection = self.connection.clone();
+        let connection = self.connection.clone();
         async move {
             let out = format!("{redis_key}#out");
             let mut invocation = scripts[script as usize].key(redis_key);
@@ -168,12 +254,26 @@ impl RedisStore {
             for argument in arguments {
                 invocation.arg(argument);
             }
-            invocation
-                .invoke_async(&mut connection)
-                .await
-                .map_err(StoreError::new)
+            let answer = match connection {
+                Connection::Single(mut connection) => {
+                    invocation.invoke_async(&mut connection).await
+                }
+                #[cfg(feature = "redis-cluster")]
+                Connection::Cluster(mut connection) => {
+                    invocation.invoke_async(&mut connection).await
+                }
+            };
+            answer.map_err(StoreError::new)
         }
     }
+}
+
+/// What a store asks through: one Redis, or the nodes of a cluster.
+#[derive(Clone)]
+enum Connection {
+    Single(ConnectionManager),
+    #[cfg(feature = "redis-cluster")]
+    Cluster(redis::cluster_async::ClusterConnection),
 }
 
 /// The two scripts, by their place in [`RedisStore`]'s `scripts`.
@@ -314,6 +414,26 @@ mod tests {
             };
             proptest::prop_assert_eq!(back, name);
         }
+
+        /// Redis Cluster's own slot rule, as redis-rs routes by it: a script's two keys in one
+        /// slot, whatever the key's name.
+        #[cfg(feature = "redis-cluster")]
+        #[test]
+        fn a_limits_two_keys_hash_to_one_slot(name in "(%|\\{|\\}|a|#out){0,6}") {
+            use redis::cluster_routing::Slot;
+            let hash = tagged("tower-retry-after:", &name);
+            let out = format!("{hash}#out");
+            proptest::prop_assert_eq!(Slot::for_key(&hash), Slot::for_key(&out));
+        }
+    }
+
+    #[cfg(feature = "redis-cluster")]
+    #[test]
+    fn different_limits_spread_over_the_slots() {
+        use redis::cluster_routing::Slot;
+        let slot = |name| Slot::for_key(tagged("tower-retry-after:", name));
+        assert_ne!(slot("https://a.test"), slot("https://b.test"));
+        assert_eq!(slot("https://a.test"), Slot::for_key("https://a.test"));
     }
 
     #[test]
