@@ -1,8 +1,9 @@
 //! The Redis store against a real Redis at `REDIS_URL`, and (feature `redis-cluster`) against
 //! a Redis Cluster at `REDIS_CLUSTER_URLS`, every node's URL, comma-separated: `.ci/run`
-//! starts both. Each test runs once on each (`single::…`, `cluster::…`); where its variable is
-//! unset it skips with one line, and fails when `CI` is set (a test that skips in CI has tested
-//! nothing). Each store is its own connection, as each process has; each test keeps its keys
+//! starts both. Each test runs once on each (`single::…`, `cluster::…`), but for those through
+//! a loopback proxy (one Redis only: a cluster hands out its nodes' own addresses) and the one
+//! on a cluster that is not there. Where its variable is unset a test skips with one line, and
+//! fails when `CI` is set (a test that skips in CI has tested nothing). Each store is its own connection, as each process has; each test keeps its keys
 //! under its own prefix. Real clock: Redis keeps its own.
 
 #[path = "support/limiter.rs"]
