@@ -1,6 +1,10 @@
-//! The Redis store against a real Redis at `REDIS_URL` (`.ci/run` starts one); each test
-//! skips with one line when it is unset. Each store is its own connection, as each process
-//! has; each test keeps its keys under its own prefix. Real clock: Redis keeps its own.
+//! The Redis store against a real Redis at `REDIS_URL`, and (feature `redis-cluster`) against
+//! a Redis Cluster at `REDIS_CLUSTER_URLS`, every node's URL, comma-separated: `.ci/run`
+//! starts both. Each test runs once on each (`single::…`, `cluster::…`), but for those through
+//! a loopback proxy (one Redis only: a cluster hands out its nodes' own addresses) and the one
+//! on a cluster that is not there. Where its variable is unset a test skips with one line, and
+//! fails when `CI` is set (a test that skips in CI has tested nothing). Each store is its own connection, as each process has; each test keeps its keys
+//! under its own prefix. Real clock: Redis keeps its own.
 
 #[path = "support/limiter.rs"]
 mod limiter;
@@ -19,48 +23,160 @@ use tower_retry_after::{Gates, Key, RateLimitLayer, RedisStore, Reservation, Win
 
 const DEADLINE: Duration = Duration::from_millis(50);
 
-/// The Redis to test against, or `None` (and a line saying so) when there is none.
-fn redis_url(test: &str) -> Option<String> {
-    let url = std::env::var("REDIS_URL").ok();
-    if url.is_none() {
-        eprintln!("{test}: skipped, REDIS_URL is not set (.ci/run starts a Redis and sets it)");
-    }
-    url
-}
-
-/// A store of its own connection, keys under `prefix`.
-fn store(url: &str, prefix: &str) -> RedisStore {
-    RedisStore::open(url)
-        .unwrap()
-        .prefix(&format!("test:{}:{prefix}:", std::process::id()))
-}
-
-async fn keys(url: &str, pattern: &str) -> Vec<String> {
-    let client = redis::Client::open(url).unwrap();
-    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
-    redis::cmd("KEYS")
-        .arg(format!("test:{}:{pattern}", std::process::id()))
-        .query_async(&mut connection)
-        .await
-        .unwrap()
-}
-
-async fn pttl(url: &str, key: &str) -> i64 {
-    let client = redis::Client::open(url).unwrap();
-    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
-    redis::cmd("PTTL")
-        .arg(key)
-        .query_async(&mut connection)
-        .await
-        .unwrap()
-}
-
-#[tokio::test]
-async fn a_closure_one_process_merged_holds_another_and_is_never_brought_forward() {
-    let Some(url) = redis_url("closure") else {
-        return;
+/// Each test named, as `single::test` on the Redis at `REDIS_URL` and, with the feature
+/// `redis-cluster`, as `cluster::test` on the cluster at `REDIS_CLUSTER_URLS`.
+macro_rules! on_each_redis {
+    ($($(#[$runtime:meta])* $test:ident),* $(,)?) => {
+        mod single {
+            $(
+                $(#[$runtime])*
+                async fn $test() {
+                    if let Some(target) = super::Target::single(stringify!($test)) {
+                        super::$test(&target).await;
+                    }
+                }
+            )*
+        }
+        #[cfg(feature = "redis-cluster")]
+        mod cluster {
+            $(
+                $(#[$runtime])*
+                async fn $test() {
+                    if let Some(target) = super::Target::cluster(stringify!($test)) {
+                        super::$test(&target).await;
+                    }
+                }
+            )*
+        }
     };
-    let (first, second) = (store(&url, "closure"), store(&url, "closure"));
+}
+
+on_each_redis! {
+    #[tokio::test] a_closure_one_process_merged_holds_another_and_is_never_brought_forward,
+    #[tokio::test] processes_together_reserve_no_more_than_the_server_reported,
+    #[tokio::test] the_requests_still_out_count_as_spent_whatever_order_they_were_reserved_in,
+    #[tokio::test] without_meters_the_fleet_learns_the_limit_its_refusals_show_and_keeps_to_it,
+    #[tokio::test] a_spent_window_with_no_whole_quota_given_restores_nothing,
+    #[tokio::test] an_answer_to_a_request_sent_without_a_reservation_takes_none_off_those_out,
+    #[tokio::test] every_key_expires_on_its_own_under_its_prefix,
+    #[tokio::test] the_redis_scripts_answer_as_the_in_memory_ledger_does,
+    #[tokio::test] a_limits_keys_are_touched_together_whatever_its_name,
+    #[tokio::test] a_store_whose_connections_are_killed_answers_again,
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    a_fleet_on_redis_spends_no_more_than_the_meters_report,
+}
+
+/// Where a test runs: one Redis, or the nodes of a cluster.
+enum Target {
+    Single(String),
+    #[cfg(feature = "redis-cluster")]
+    Cluster(Vec<String>),
+}
+
+impl Target {
+    /// The Redis at `REDIS_URL`.
+    fn single(test: &str) -> Option<Target> {
+        Target::variable("REDIS_URL", test).map(Target::Single)
+    }
+
+    /// The cluster whose nodes are at `REDIS_CLUSTER_URLS`.
+    #[cfg(feature = "redis-cluster")]
+    fn cluster(test: &str) -> Option<Target> {
+        let urls = Target::variable("REDIS_CLUSTER_URLS", test)?;
+        Some(Target::Cluster(
+            urls.split(',').map(str::to_owned).collect(),
+        ))
+    }
+
+    /// The environment variable `variable`, or `None` (and a line saying so) where it is
+    /// unset; under CI, a failure instead.
+    fn variable(variable: &str, test: &str) -> Option<String> {
+        let value = std::env::var(variable).ok();
+        if value.is_none() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{test}: {variable} is not set, and under CI a test must not skip (.ci/run starts \
+                 a Redis and a cluster and sets REDIS_URL and REDIS_CLUSTER_URLS)"
+            );
+            eprintln!("{test}: skipped, {variable} is not set (.ci/run starts one and sets it)");
+        }
+        value
+    }
+
+    /// Every node's URL, with `user`'s credentials in it if given.
+    fn urls(&self, user: Option<(&str, &str)>) -> Vec<String> {
+        let urls = match self {
+            Target::Single(url) => std::slice::from_ref(url),
+            #[cfg(feature = "redis-cluster")]
+            Target::Cluster(urls) => urls.as_slice(),
+        };
+        let credentials = user.map_or(String::new(), |(name, password)| {
+            format!("{name}:{password}@")
+        });
+        urls.iter()
+            .map(|url| url.replacen("redis://", &format!("redis://{credentials}"), 1))
+            .collect()
+    }
+
+    /// A store of its own connection, as `user` if given, keys under `prefix`.
+    fn store_as(&self, user: Option<(&str, &str)>, prefix: &str) -> RedisStore {
+        let urls = self.urls(user);
+        let store = match self {
+            Target::Single(_) => RedisStore::open(&urls[0]),
+            #[cfg(feature = "redis-cluster")]
+            Target::Cluster(_) => RedisStore::open_cluster(urls),
+        };
+        store
+            .unwrap()
+            .prefix(&format!("test:{}:{prefix}:", std::process::id()))
+    }
+
+    /// A store of its own connection, keys under `prefix`.
+    fn store(&self, prefix: &str) -> RedisStore {
+        self.store_as(None, prefix)
+    }
+
+    /// `command`'s answer from each node.
+    async fn on_each_node<T: redis::FromRedisValue>(
+        &self,
+        command: &redis::Cmd,
+    ) -> Vec<redis::RedisResult<T>> {
+        let mut answers = Vec::new();
+        for url in self.urls(None) {
+            let client = redis::Client::open(url).unwrap();
+            let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+            answers.push(command.query_async(&mut connection).await);
+        }
+        answers
+    }
+
+    /// The names of this process's test keys that match `pattern`, on every node.
+    async fn keys(&self, pattern: &str) -> Vec<String> {
+        let mut command = redis::cmd("KEYS");
+        command.arg(format!("test:{}:{pattern}", std::process::id()));
+        let found: Vec<Vec<String>> = self
+            .on_each_node(&command)
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        found.concat()
+    }
+
+    /// `key`'s time to live in milliseconds, from the node that holds it (the others of a
+    /// cluster answer that it moved).
+    async fn pttl(&self, key: &str) -> i64 {
+        let mut command = redis::cmd("PTTL");
+        command.arg(key);
+        let ttls = self.on_each_node(&command).await.into_iter();
+        let ttls: Vec<i64> = ttls.filter_map(Result::ok).collect();
+        assert_eq!(ttls.len(), 1, "{key} is on one node");
+        ttls[0]
+    }
+}
+
+async fn a_closure_one_process_merged_holds_another_and_is_never_brought_forward(target: &Target) {
+    let (first, second) = (target.store("closure"), target.store("closure"));
     let key = Key::named("api");
     let now = SystemTime::now();
     let closed = |seconds| Window {
@@ -85,13 +201,9 @@ async fn a_closure_one_process_merged_holds_another_and_is_never_brought_forward
     assert_eq!(window.closed_until, Some(until));
 }
 
-#[tokio::test]
-async fn processes_together_reserve_no_more_than_the_server_reported() {
-    let Some(url) = redis_url("reserve") else {
-        return;
-    };
+async fn processes_together_reserve_no_more_than_the_server_reported(target: &Target) {
     let key = Key::named("api");
-    let first = store(&url, "reserve");
+    let first = target.store("reserve");
     let now = SystemTime::now();
     let Reservation::Granted(ticket) = first.reserve(&key, true, now).await.unwrap() else {
         panic!("held on a new key");
@@ -102,7 +214,7 @@ async fn processes_together_reserve_no_more_than_the_server_reported() {
         ..Window::default()
     };
     first.merge(&key, quota, Some(ticket), now).await.unwrap();
-    let processes: Vec<_> = (0..4).map(|_| store(&url, "reserve")).collect();
+    let processes: Vec<_> = (0..4).map(|_| target.store("reserve")).collect();
     let mut asked = Vec::new();
     for process in &processes {
         for _ in 0..10 {
@@ -127,13 +239,11 @@ async fn processes_together_reserve_no_more_than_the_server_reported() {
     );
 }
 
-#[tokio::test]
-async fn the_requests_still_out_count_as_spent_whatever_order_they_were_reserved_in() {
-    let Some(url) = redis_url("out") else {
-        return;
-    };
+async fn the_requests_still_out_count_as_spent_whatever_order_they_were_reserved_in(
+    target: &Target,
+) {
     let key = Key::named("api");
-    let store = store(&url, "out");
+    let store = target.store("out");
     let now = SystemTime::now();
     let mut tickets = Vec::new();
     for _ in 0..5 {
@@ -173,13 +283,11 @@ async fn the_requests_still_out_count_as_spent_whatever_order_they_were_reserved
     ));
 }
 
-#[tokio::test]
-async fn without_meters_the_fleet_learns_the_limit_its_refusals_show_and_keeps_to_it() {
-    let Some(url) = redis_url("learned") else {
-        return;
-    };
+async fn without_meters_the_fleet_learns_the_limit_its_refusals_show_and_keeps_to_it(
+    target: &Target,
+) {
     let key = Key::named("api");
-    let (first, second) = (store(&url, "learned"), store(&url, "learned"));
+    let (first, second) = (target.store("learned"), target.store("learned"));
     let now = SystemTime::now();
     let mut tickets = Vec::new();
     for process in [&first, &second, &first, &second, &first, &second] {
@@ -230,12 +338,8 @@ async fn reserve_in_turn(
     (granted, held)
 }
 
-#[tokio::test]
-async fn a_spent_window_with_no_whole_quota_given_restores_nothing() {
-    let Some(url) = redis_url("unrestored") else {
-        return;
-    };
-    let store = store(&url, "unrestored");
+async fn a_spent_window_with_no_whole_quota_given_restores_nothing(target: &Target) {
+    let store = target.store("unrestored");
     let key = Key::named("api");
     let now = SystemTime::now();
     let spent = Window {
@@ -251,12 +355,10 @@ async fn a_spent_window_with_no_whole_quota_given_restores_nothing() {
     }
 }
 
-#[tokio::test]
-async fn an_answer_to_a_request_sent_without_a_reservation_takes_none_off_those_out() {
-    let Some(url) = redis_url("unreserved") else {
-        return;
-    };
-    let store = store(&url, "unreserved");
+async fn an_answer_to_a_request_sent_without_a_reservation_takes_none_off_those_out(
+    target: &Target,
+) {
+    let store = target.store("unreserved");
     let key = Key::named("api");
     let now = SystemTime::now();
     let reserve = || store.reserve(&key, true, now);
@@ -274,12 +376,8 @@ async fn an_answer_to_a_request_sent_without_a_reservation_takes_none_off_those_
     );
 }
 
-#[tokio::test]
-async fn every_key_expires_on_its_own_under_its_prefix() {
-    let Some(url) = redis_url("expiry") else {
-        return;
-    };
-    let store = store(&url, "expiry").linger(Duration::from_millis(100));
+async fn every_key_expires_on_its_own_under_its_prefix(target: &Target) {
+    let store = target.store("expiry").linger(Duration::from_millis(100));
     let now = SystemTime::now();
     let closed = Window {
         closed_until: Some(now + Duration::from_millis(300)),
@@ -293,35 +391,35 @@ async fn every_key_expires_on_its_own_under_its_prefix() {
     else {
         panic!("held on a new key");
     };
-    let mut found = keys(&url, "expiry:*").await;
+    let mut found = target.keys("expiry:*").await;
     found.sort();
-    assert_eq!(found.len(), 3, "{found:?}");
-    assert!(found[0].ends_with("expiry:closed"), "{found:?}");
-    let closed_ttl = pttl(&url, &found[0]).await;
+    let prefix = format!("test:{}:expiry:", std::process::id());
+    let named = |name: &str| format!("{prefix}{name}");
+    assert_eq!(
+        found,
+        [named("{closed}"), named("{new}"), named("{new}#out")]
+    );
+    assert_eq!(store.redis_key(&Key::named("new")), found[1]);
+    let closed_ttl = target.pttl(&found[0]).await;
     assert!((1..=400).contains(&closed_ttl), "{closed_ttl}");
-    let new_ttl = pttl(&url, &found[1]).await;
+    let new_ttl = target.pttl(&found[1]).await;
     assert!((1..=100).contains(&new_ttl), "{new_ttl}");
     // The request out counts for at most a minute, and goes with its answer.
-    assert!(found[2].ends_with("expiry:new#out"), "{found:?}");
-    let out_ttl = pttl(&url, &found[2]).await;
+    let out_ttl = target.pttl(&found[2]).await;
     assert!((59_000..=60_100).contains(&out_ttl), "{out_ttl}");
     let answered = Window::default();
     store
         .merge(&Key::named("new"), answered, Some(ticket), now)
         .await
         .unwrap();
-    assert_eq!(keys(&url, "expiry:new#out").await.len(), 0);
+    assert_eq!(target.keys("expiry:{new}#out").await.len(), 0);
 }
 
 /// The same seeded run of reservations and answers through the in-memory ledger and through
 /// Redis's scripts: every answer the same (the scripts keep the ledger's rules).
-#[tokio::test]
-async fn the_redis_scripts_answer_as_the_in_memory_ledger_does() {
-    let Some(url) = redis_url("parity") else {
-        return;
-    };
+async fn the_redis_scripts_answer_as_the_in_memory_ledger_does(target: &Target) {
     let memory = tower_retry_after::MemoryStore::new();
-    let redis = store(&url, "parity");
+    let redis = target.store("parity");
     let key = Key::named("api");
     let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
     let mut draw = |below: u64| {
@@ -394,6 +492,109 @@ async fn the_redis_scripts_answer_as_the_in_memory_ledger_does() {
                 }
             }
         }
+    }
+}
+
+/// Both scripts touch a limit's hash and its requests out together, which a cluster refuses
+/// (`CROSSSLOT`) unless the two share a slot: so each name, however it is written, must make
+/// one hash tag of both.
+async fn a_limits_keys_are_touched_together_whatever_its_name(target: &Target) {
+    let store = target.store("names");
+    let origin = Key::from_origin("https://api.test").unwrap();
+    let mut keys: Vec<Key> = ["", "}", "{", "{}", "a{b}c", "}{", "100%", "%7D"]
+        .into_iter()
+        .map(Key::named)
+        .collect();
+    keys.extend([origin.within("search"), origin, Key::credential("Bearer t")]);
+    for key in &keys {
+        let now = SystemTime::now();
+        let granted = store.reserve(key, true, now).await;
+        let Ok(Reservation::Granted(ticket)) = granted else {
+            panic!("{key}: {granted:?}");
+        };
+        let spent = Window {
+            quota: Some((0, now + Duration::from_secs(10))),
+            ..Window::default()
+        };
+        let merged = store.merge(key, spent, Some(ticket), now).await;
+        assert!(merged.is_ok(), "{key}: {merged:?}");
+        let held = store.reserve(key, true, SystemTime::now()).await;
+        assert!(
+            matches!(held, Ok(Reservation::NotBefore { .. })),
+            "{key}: {held:?}"
+        );
+    }
+}
+
+/// A store whose connections the server closes (a restart, a failover, an idle timeout)
+/// connects again by itself: the questions after it are answered, and shared.
+async fn a_store_whose_connections_are_killed_answers_again(target: &Target) {
+    // A user of its own, so that only this store's connections are killed.
+    let user = format!("test-{}-reconnect", std::process::id());
+    let mut create = redis::cmd("ACL");
+    create.arg(
+        &[
+            "SETUSER",
+            user.as_str(),
+            "on",
+            ">reconnect",
+            "~*",
+            "&*",
+            "+@all",
+        ][..],
+    );
+    for created in target.on_each_node::<()>(&create).await {
+        created.unwrap();
+    }
+    let store = target.store_as(Some((&user, "reconnect")), "reconnect");
+    let other = target.store("reconnect");
+    let closed = |now| Window {
+        closed_until: Some(now + Duration::from_secs(20)),
+        ..Window::default()
+    };
+    let held_by_the_other = async |name| {
+        let key = Key::named(name);
+        let held = other.reserve(&key, false, SystemTime::now()).await.unwrap();
+        assert!(
+            matches!(held, Reservation::NotBefore { .. }),
+            "{name}: {held:?}"
+        );
+    };
+    let now = SystemTime::now();
+    store
+        .merge(&Key::named("before"), closed(now), None, now)
+        .await
+        .unwrap();
+    held_by_the_other("before").await;
+    let mut kill = redis::cmd("CLIENT");
+    kill.arg(&["KILL", "USER", user.as_str()][..]);
+    let killed: i64 = target
+        .on_each_node::<i64>(&kill)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .sum();
+    assert!(killed >= 1, "the store's connections were killed");
+    let asked = Instant::now();
+    loop {
+        let now = SystemTime::now();
+        match store
+            .merge(&Key::named("after"), closed(now), None, now)
+            .await
+        {
+            Ok(()) => break,
+            Err(error) if asked.elapsed() < Duration::from_secs(3) => {
+                eprintln!("not yet: {error}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(error) => panic!("not connected again after 3 s: {error}"),
+        }
+    }
+    held_by_the_other("after").await;
+    let mut delete = redis::cmd("ACL");
+    delete.arg(&["DELUSER", user.as_str()][..]);
+    for deleted in target.on_each_node::<i64>(&delete).await {
+        deleted.unwrap();
     }
 }
 
@@ -475,7 +676,7 @@ fn request() -> Request<String> {
 
 #[tokio::test]
 async fn a_redis_that_answers_a_second_late_costs_a_call_the_deadline_never_a_failure() {
-    let Some(url) = redis_url("slow") else {
+    let Some(url) = Target::variable("REDIS_URL", "slow") else {
         return;
     };
     let slow = Proxy::start(&url, Duration::from_secs(1)).await;
@@ -505,7 +706,7 @@ async fn a_redis_that_answers_a_second_late_costs_a_call_the_deadline_never_a_fa
 
 #[tokio::test]
 async fn a_redis_cut_mid_run_loses_no_call() {
-    let Some(url) = redis_url("cut") else {
+    let Some(url) = Target::variable("REDIS_URL", "cut") else {
         return;
     };
     let proxy = Proxy::start(&url, Duration::ZERO).await;
@@ -525,13 +726,41 @@ async fn a_redis_cut_mid_run_loses_no_call() {
     assert_eq!(sent.load(Ordering::Relaxed), 40, "each call sent once");
 }
 
+/// A cluster that is not there: every call goes, none waits for the store more than the
+/// deadline, and once the store is known to be out the calls do not wait for it at all.
+#[cfg(feature = "redis-cluster")]
+#[tokio::test]
+async fn a_cluster_that_is_down_costs_a_call_the_deadline_never_a_failure() {
+    let nowhere = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("redis://{}/", nowhere.local_addr().unwrap());
+    drop(nowhere);
+    let store = RedisStore::open_cluster([url]).unwrap();
+    let gates = Gates::with_store_deadline(store, DEADLINE);
+    let (service, sent) = counting();
+    let service = RateLimitLayer::new().gates(gates).layer(service);
+    let mut slowest = Duration::ZERO;
+    let started = Instant::now();
+    for _ in 0..20 {
+        let call = Instant::now();
+        let response = service.clone().oneshot(request()).await.unwrap();
+        assert_eq!(response.status(), 200);
+        slowest = slowest.max(call.elapsed());
+    }
+    assert_eq!(sent.load(Ordering::Relaxed), 20);
+    assert!(
+        slowest < DEADLINE + Duration::from_millis(40),
+        "{slowest:?}"
+    );
+    assert!(
+        started.elapsed() < 2 * DEADLINE + Duration::from_millis(80),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 /// Four processes (each its own gates and connection) × 5 workers, 2 calls each, against 20
 /// requests a second with draft 08 meters: together they are refused at most once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fleet_on_redis_spends_no_more_than_the_meters_report() {
-    let Some(url) = redis_url("fleet") else {
-        return;
-    };
+async fn a_fleet_on_redis_spends_no_more_than_the_meters_report(target: &Target) {
     let limiter = Limiter::new(
         Model::FixedWindow {
             limit: 20,
@@ -542,7 +771,7 @@ async fn a_fleet_on_redis_spends_no_more_than_the_meters_report() {
     .with_latency(Duration::from_millis(10));
     let mut workers = Vec::new();
     for _ in 0..4 {
-        let gates = Gates::with_store(store(&url, "fleet"));
+        let gates = Gates::with_store(target.store("fleet"));
         let layer = RateLimitLayer::new().gates(gates);
         for _ in 0..5 {
             let service = layer.layer(limiter.clone());

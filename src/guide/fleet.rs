@@ -21,9 +21,11 @@
 //!   taken by requests already out across the fleet. Answers are merged back: the later closure
 //!   stands, never brought forward; within a window the lowest count. A spent window's reset
 //!   restores the quota the server gave once for the whole fleet, not once per process.
-//! - **Atomic, and on one clock.** On Redis each key is a hash and a sorted set of requests out,
-//!   changed only by two Lua scripts that read Redis's own clock: processes send and receive
-//!   durations, so no two machines' clocks are ever compared. Every key expires on its own a
+//! - **Atomic, and on one clock.** On Redis each key is a hash and a sorted set of requests out
+//!   (`tower-retry-after:{https://api.test}` and the same with `#out`: the prefix, then the key
+//!   as a hash tag, so that both land in one slot of a cluster), changed only by two Lua
+//!   scripts that read Redis's own clock: processes send and receive durations, so no two
+//!   machines' clocks are ever compared. Every key expires on its own a
 //!   little after the last time it names (`linger`, 500 ms); a request out whose answer never
 //!   comes stops counting after a minute.
 //! - **Off the poll path, and never a failure.** The store is asked by a task of its own, and a
@@ -59,6 +61,13 @@
 //!
 //! BENCHMARKS.md has the runs, with what is left: the first window without meters, where
 //! nothing is known yet, still meets the wall with every process ramping up.
+//!
+//! - **On a Redis Cluster too** (feature `redis-cluster`, redis-rs's `cluster-async` client):
+//!   `RedisStore::open_cluster(["redis://node-1:6379/", "redis://node-2:6379/"])`, or
+//!   `RedisStore::new_cluster(client)` for a `ClusterClient` of your own (TLS, credentials). The
+//!   hash tag puts each limit's two keys in one slot, as its scripts need, and spreads different
+//!   limits over the nodes. `.ci/run` runs every Redis test on a single Redis and on a
+//!   three-node cluster.
 //!
 //! # Example
 //!
