@@ -49,8 +49,7 @@ use crate::key::Key;
 use crate::notice::Notice;
 use crate::policy::{Action, Attempt, BoxError, Outcome, Policy};
 use crate::telemetry;
-use crate::throttled::HeldBy;
-use crate::throttled::Throttled;
+use crate::throttled::{HeldBy, Throttled};
 use crate::tokens::TokenCost;
 
 pin_project! {
@@ -541,8 +540,9 @@ where
             }
         }
         let cause = said.as_ref().map(Said::held_by);
+        let hooked = self.config.hook.is_some();
         if let Some(decision) = decision.as_mut().filter(|decision| {
-            decision.action == Action::RateLimited && decision.declined.is_none()
+            hooked && decision.action == Action::RateLimited && decision.declined.is_none()
         }) {
             // The operator's hook may veto the wait: the call then ends with this outcome.
             let key = self.gate.as_ref().map(Call::key).cloned();
