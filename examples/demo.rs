@@ -17,7 +17,9 @@
 //! `cargo run --example demo -- --limit 50 --window 1 --workers 50 --requests 400
 //!  --limiter first-request|aligned|token-bucket|sliding|sliding-counter|leaky|changing|in-flight
 //!  --headers draft-8|draft-6|x-ratelimit|x-ratelimit-epoch|retry-after|none
-//!  --round-trip 20-80 [--matrix]`; `--matrix` runs every header style and prints one row each.
+//!  --round-trip 20-80 [--matrix] [--all-clients]`; `--matrix` runs every header style and
+//! prints one row each; `--all-clients` adds the layer's variants (`slow_start(false)`,
+//! `learn_limits(false)`) to the plain client and the layer's defaults.
 
 #[path = "simulate/limiter.rs"]
 mod limiter;
@@ -42,6 +44,36 @@ use tower_retry_after::RateLimitLayer;
 
 use limiter::{Headers, Limiter};
 use workload::{Args, CLIENTS, Outcome};
+
+/// What the table's less obvious columns mean, a line each.
+const LEGEND: &str = "\
+physical limit: the least time the limiter allows for the workload, were every request sent the instant it allows
+completion / limit: completion over the physical limit; 1.00 is as soon as the limiter allows, 2.00 twice as long";
+
+/// The clients to run: the plain one and the layer's defaults, or with `all` every one.
+fn clients(all: bool) -> Vec<(&'static str, workload::Client)> {
+    if all {
+        CLIENTS.to_vec()
+    } else {
+        vec![CLIENTS[0], CLIENTS[CLIENTS.len() - 1]]
+    }
+}
+
+/// One line that says how the layer's defaults fared against the plain client in `outcomes`
+/// (in the order of `clients`: the plain client first, the defaults last).
+fn conclusion(outcomes: &[Outcome]) -> String {
+    let (plain, layer) = (&outcomes[0], &outcomes[outcomes.len() - 1]);
+    let times = |count: usize| if count == 1 { "time" } else { "times" };
+    let (refused, plain_refused) = (layer.refused(), plain.refused());
+    let (completion, plain_completion) = (layer.measured.completion, plain.measured.completion);
+    format!(
+        "the layer was refused {refused} {}, the plain client {plain_refused} {}, and finished \
+         in {:.2}× the plain client's time ({completion:.2?} against {plain_completion:.2?})",
+        times(refused),
+        times(plain_refused),
+        completion.as_secs_f64() / plain_completion.as_secs_f64(),
+    )
+}
 
 /// The server's wall clock.
 fn wall_clock() -> Duration {
@@ -112,31 +144,40 @@ async fn run(
 #[tokio::main]
 async fn main() -> Result<(), BoxError> {
     let mut args = Args::default();
+    let mut all_clients = false;
     let mut given = std::env::args().skip(1);
     while let Some(flag) = given.next() {
         let value = || given.next().ok_or(format!("{flag} needs a value"));
-        if !args.read(&flag, value)? {
-            return Err(format!("unknown flag {flag}\n\nflags: {}", workload::FLAGS).into());
+        if flag == "--all-clients" {
+            all_clients = true;
+        } else if !args.read(&flag, value)? {
+            let flags = workload::FLAGS;
+            return Err(format!("unknown flag {flag}\n\nflags: {flags} --all-clients").into());
         }
     }
+    let clients = clients(all_clients);
     println!("{}\n", args.describe());
     let mut rows = Vec::new();
     for headers in args.styles() {
         let mut outcomes = Vec::new();
-        for client in CLIENTS {
+        for &client in &clients {
             outcomes.push(run(&args, headers, client).await?);
         }
         if !args.matrix {
             println!(
-                "\nheaders: {}\n{}",
+                "\nheaders: {}\n{}\n{LEGEND}\n\n{}",
                 headers.flag(),
-                workload::runs_table(&outcomes)
+                workload::runs_table(&clients, &outcomes),
+                conclusion(&outcomes),
             );
         }
         rows.push((headers, outcomes));
     }
     if args.matrix {
-        println!("\n{}", workload::matrix_table(&rows));
+        println!("\n{}\n{LEGEND}\n", workload::matrix_table(&clients, &rows));
+        for (headers, outcomes) in &rows {
+            println!("{}: {}", headers.flag(), conclusion(outcomes));
+        }
     }
     Ok(())
 }

@@ -45,7 +45,7 @@
 //! - **A body that cannot be replayed is sent once**, never retried.
 //!
 //! With the `reqwest` feature, [`RateLimitLayer::middleware`] makes the same layer a
-//! `reqwest_middleware::Middleware` for a reqwest client: see the `reqwest` module.
+//! `reqwest_middleware::Middleware` for a reqwest client: see the [`reqwest`] module.
 //!
 //! Every wait, taken or declined, emits a `tracing` event (target `tower_retry_after`) with the
 //! key, the reason (instructed or guessed), the wait, the attempt and whether it will retry.
@@ -76,6 +76,19 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+// Built without the feature, the docs link where it is documented: docs.rs, all features on.
+#![cfg_attr(
+    feature = "reqwest",
+    doc = "[`RateLimitLayer::middleware`]: RateLimitLayer::middleware",
+    doc = "[`reqwest`]: mod@crate::reqwest"
+)]
+#![cfg_attr(
+    not(feature = "reqwest"),
+    doc = "[`RateLimitLayer::middleware`]: https://docs.rs/tower-retry-after/latest/tower_retry_after/struct.RateLimitLayer.html#method.middleware",
+    doc = "[`reqwest`]: https://docs.rs/tower-retry-after/latest/tower_retry_after/reqwest/index.html"
+)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 #![deny(missing_docs, unreachable_pub)]
 
@@ -97,6 +110,7 @@ mod rate_limited;
 #[cfg(feature = "redis")]
 mod redis;
 #[cfg(feature = "reqwest")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 pub mod reqwest;
 mod service;
 mod settings;

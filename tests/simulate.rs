@@ -38,9 +38,9 @@ fn report(seed: u64) -> (String, String) {
         ..issue_12()
     };
     let rows = sim::runs(&args, seed);
-    let mut tables = workload::matrix_table(&rows);
+    let mut tables = workload::matrix_table(&workload::CLIENTS, &rows);
     for (_, outcomes) in &rows {
-        tables.push_str(&workload::runs_table(outcomes));
+        tables.push_str(&workload::runs_table(&workload::CLIENTS, outcomes));
     }
     let picture = timeline::svg("determinism", &rows[0].1).unwrap();
     (tables, picture)

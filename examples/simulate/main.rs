@@ -84,14 +84,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{}; seed {seed}\n", args.describe());
         let rows = sim::runs(&args, seed);
         if args.matrix {
-            println!("{}", workload::matrix_table(&rows));
+            println!("{}", workload::matrix_table(&workload::CLIENTS, &rows));
         }
         for (headers, outcomes) in rows {
             if !args.matrix {
                 println!(
                     "headers: {}\n{}",
                     headers.flag(),
-                    workload::runs_table(&outcomes)
+                    workload::runs_table(&workload::CLIENTS, &outcomes)
                 );
             }
             if headers == args.headers {

@@ -152,7 +152,8 @@ pub enum Client {
 }
 
 /// The clients compared side by side, in this order. A variant of the layer (one behaviour
-/// switched off, say) is one more line here.
+/// switched off, say) is one more line here, between the first (the plain client) and the last
+/// (the layer's defaults): the demo shows those two unless asked for all.
 pub const CLIENTS: [(&str, Client); 4] = [
     ("plain, sleeps each Retry-After", Client::Plain),
     (
@@ -333,13 +334,14 @@ impl Outcome {
     }
 }
 
-/// One run's clients side by side: a markdown table, a client a row, in `CLIENTS`' order.
-pub fn runs_table(outcomes: &[Outcome]) -> String {
+/// One run's `clients` side by side (`outcomes` in their order): a markdown table, a client a
+/// row.
+pub fn runs_table(clients: &[(&str, Client)], outcomes: &[Outcome]) -> String {
     let mut table = String::from(
         "| client | requests sent | refused (429) | completion | physical limit | completion / limit | latency p50 | p99 | max |\n\
          |---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
-    for ((name, _), outcome) in CLIENTS.iter().zip(outcomes) {
+    for ((name, _), outcome) in clients.iter().zip(outcomes) {
         let _ = writeln!(
             table,
             "| {name} | {} | {} | {:.2?} | {:.2?} | {} | {:.2?} | {:.2?} | {:.2?} |",
@@ -356,12 +358,12 @@ pub fn runs_table(outcomes: &[Outcome]) -> String {
     table
 }
 
-/// Every header style's runs: a markdown table, a style a row, each client's refusals and
+/// Every header style's runs: a markdown table, a style a row, each of `clients`' refusals and
 /// completion over the physical limit side by side (issue 12's "Done when" table).
-pub fn matrix_table(rows: &[(Headers, Vec<Outcome>)]) -> String {
+pub fn matrix_table(clients: &[(&str, Client)], rows: &[(Headers, Vec<Outcome>)]) -> String {
     let mut table = String::from("| server sends |");
     let mut rule = String::from("|---|");
-    for (name, _) in CLIENTS {
+    for (name, _) in clients {
         let _ = write!(table, " {name}: refused | completion / limit |");
         rule.push_str("---:|---:|");
     }

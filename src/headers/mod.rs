@@ -154,7 +154,7 @@ impl RateLimitInfo {
     ///
     /// `now` is the wall-clock time of receipt: without a `Date` header, HTTP-dates and epoch
     /// resets are measured against it. Countdowns are placed on the monotonic clock
-    /// ([`tokio::time::Instant`]) at the moment of reading.
+    /// (`tokio::time::Instant`) at the moment of reading.
     pub fn from_headers(headers: &HeaderMap, now: SystemTime) -> Self {
         RateLimitInfo::read(headers, now, None, &[])
     }

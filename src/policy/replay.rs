@@ -118,6 +118,7 @@ fn is_empty(body: &impl Body) -> bool {
 }
 
 #[cfg(feature = "hyper-util")]
+#[cfg_attr(docsrs, doc(cfg(feature = "hyper-util")))]
 impl ReplayBody for hyper::body::Incoming {
     /// A body streaming in from a connection cannot be read twice.
     fn replay(&self) -> Option<Self> {

@@ -44,6 +44,7 @@ const LINGER: Duration = Duration::from_millis(500);
 /// # Ok(())
 /// # }
 /// ```
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 #[derive(Clone)]
 pub struct RedisStore {
     connection: Connection,

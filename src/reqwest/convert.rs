@@ -22,7 +22,7 @@ use crate::tokens::TokenCost;
 /// request body type. The request's method, URI and headers are in the `http::Request` around
 /// it.
 ///
-/// It replays when reqwest can clone the request ([`reqwest::Request::try_clone`]): a body in
+/// It replays when reqwest can clone the request (`reqwest::Request::try_clone`): a body in
 /// memory does, a stream does not, and its request is sent once and never retried.
 pub struct RequestBody {
     // Its headers were moved to the `http::Request` around it.

@@ -13,7 +13,7 @@
 //! - The table of [`guide::retries`](crate::guide::retries), unchanged: 429 waited out and
 //!   retried on any method, 5xx retried only for idempotent requests, connect errors (nothing
 //!   was sent) on any method.
-//! - A request reqwest can clone ([`reqwest::Request::try_clone`]: a body in memory) is
+//! - A request reqwest can clone (`reqwest::Request::try_clone`: a body in memory) is
 //!   retried; a streaming body is sent once.
 //! - [`RateLimitInfo`](crate::RateLimitInfo) and [`CallCost`](crate::CallCost) in the
 //!   `reqwest::Response`'s `extensions()`.
@@ -135,6 +135,7 @@ impl<P: Clone> RateLimitLayer<P> {
     /// );
     /// # let _ = (reqwest_client, hyper_client);
     /// ```
+    #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
     pub fn middleware(&self) -> RateLimitMiddleware<P> {
         let (policy, config) = self.in_force();
         RateLimitMiddleware { policy, config }
@@ -239,6 +240,7 @@ pub fn throttled(error: &reqwest_middleware::Error) -> Option<&Throttled> {
 /// # Ok(())
 /// # }
 /// ```
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 impl RateLimitedExt for reqwest_middleware::Result<reqwest::Response> {
     fn rate_limited(&self) -> Option<RateLimited> {
         match self {
