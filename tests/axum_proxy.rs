@@ -10,23 +10,8 @@ mod support;
 use axum::body::Body;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
-use support::{TestServer, header};
+use support::{TestServer, fails, header};
 use tower::ServiceExt;
-
-/// Answers `status` (with `headers`) to the first `times` requests on each path, 200 after.
-fn fails(
-    status: u16,
-    times: usize,
-    headers: Vec<(&'static str, String)>,
-) -> impl Fn(&Method, &str, usize) -> (u16, Vec<(&'static str, String)>) {
-    move |_, _, nth| {
-        if nth < times {
-            (status, headers.clone())
-        } else {
-            (200, vec![])
-        }
-    }
-}
 
 /// Sends `request` into a fresh proxy app whose upstream is `server`.
 async fn through_the_proxy(server: &TestServer, request: Request<Body>) -> Response<Body> {

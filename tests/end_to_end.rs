@@ -10,7 +10,7 @@ use bytes::Bytes;
 use http::{Request, StatusCode};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
-use support::{TestServer, client, header};
+use support::{TestServer, client, fails, header};
 use tokio::time::Instant;
 use tower::{Service, ServiceBuilder, ServiceExt};
 use tower_retry_after::policy::{Behaviour, StatusPolicy};
@@ -39,21 +39,6 @@ fn post(server: &TestServer, path: &str) -> Request<Full<Bytes>> {
 
 fn get(server: &TestServer, path: &str) -> Request<Full<Bytes>> {
     Request::get(server.url(path)).body(full("")).unwrap()
-}
-
-/// Answers `status` to the first `times` requests on a path, 200 after.
-fn fails(
-    status: u16,
-    times: usize,
-    headers: Vec<(&'static str, String)>,
-) -> impl Fn(&http::Method, &str, usize) -> (u16, Vec<(&'static str, String)>) {
-    move |_, _, nth| {
-        if nth < times {
-            (status, headers.clone())
-        } else {
-            (200, vec![])
-        }
-    }
 }
 
 #[tokio::test(start_paused = true)]

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use http::{Method, StatusCode};
+use http::StatusCode;
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
-use support::{TestServer, header};
+use support::{TestServer, fails, header};
 use tokio::time::Instant;
 use tower::{Service, ServiceBuilder, ServiceExt};
 use tower_retry_after::{
@@ -43,21 +43,6 @@ async fn closed(gates: &Gates, server: &TestServer) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     panic!("no 429 closed the gates given to the layer");
-}
-
-/// Answers `status` to the first `times` requests on a path, 200 after.
-fn fails(
-    status: u16,
-    times: usize,
-    headers: Vec<(&'static str, String)>,
-) -> impl Fn(&Method, &str, usize) -> (u16, Vec<(&'static str, String)>) {
-    move |_, _, nth| {
-        if nth < times {
-            (status, headers.clone())
-        } else {
-            (200, vec![])
-        }
-    }
 }
 
 #[tokio::test(start_paused = true)]

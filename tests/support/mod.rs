@@ -183,3 +183,19 @@ where
 pub fn header(name: &'static str, value: impl ToString) -> (&'static str, String) {
     (name, value.to_string())
 }
+
+/// Answers `status` (with `headers`) to the first `times` requests on each path, 200 after: a
+/// server's answer function for [`TestServer::start`].
+pub fn fails(
+    status: u16,
+    times: usize,
+    headers: Vec<(&'static str, String)>,
+) -> impl Fn(&Method, &str, usize) -> (u16, Vec<(&'static str, String)>) {
+    move |_, _, nth| {
+        if nth < times {
+            (status, headers.clone())
+        } else {
+            (200, vec![])
+        }
+    }
+}
