@@ -92,7 +92,9 @@ async fn a_fleet_sharing_a_store_spends_no_more_than_the_meters_report() {
         shared.refused, shared.took, alone.refused, alone.took
     );
     let calls = PROCESSES * WORKERS * CALLS_EACH;
-    assert_eq!((alone.served, shared.served), (calls, calls));
+    // Alone, a call refused on every attempt gives up with the 429: that is the baseline's
+    // cost, not this test's subject. Shared, every call is served.
+    assert_eq!(shared.served, calls, "alone: {} served", alone.served);
     // 400 calls at 20 a second: the last window opens at 19 s.
     let physical = 19 * SECOND;
     assert!(
@@ -118,7 +120,9 @@ async fn a_fleet_sharing_a_store_learns_the_limit_a_server_does_not_publish() {
         shared.refused, shared.took, alone.refused, alone.took
     );
     let calls = PROCESSES * WORKERS * CALLS_EACH;
-    assert_eq!((alone.served, shared.served), (calls, calls));
+    // Alone, a call refused on every attempt gives up with the 429: that is the baseline's
+    // cost, not this test's subject. Shared, every call is served.
+    assert_eq!(shared.served, calls, "alone: {} served", alone.served);
     // Each process alone learns its own share and restores it at once, as the fleet does
     // its whole limit: the store's gain is the refusals each process would meet learning.
     assert!(
