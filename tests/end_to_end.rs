@@ -293,9 +293,9 @@ fn futures_chunks(
     futures_util::stream::iter(frames)
 }
 
-/// Hole 14: the server's explicit verdict overrides the table on any method: it knows whether
-/// the request ran. `x-should-retry: true` on a POST 502 resends it; without the header, or
-/// with `false`, the POST is sent once; `false` on a GET 503 stops the retry the table allows.
+/// The server's explicit verdict overrides the table on any method: it knows whether the
+/// request ran. `x-should-retry: true` on a POST 502 resends it; without the header, or with
+/// `false`, the POST is sent once; `false` on a GET 503 stops the retry the table allows.
 #[tokio::test(start_paused = true)]
 async fn the_servers_verdict_decides_whether_a_post_5xx_is_sent_again() {
     let verdict = |value: &'static str| vec![header("x-should-retry", value)];
@@ -317,8 +317,8 @@ async fn the_servers_verdict_decides_whether_a_post_5xx_is_sent_again() {
     assert_eq!(forbidden.count("GET", "/items"), 1);
 }
 
-/// Hole 10: every call waiting out a 429 kept that response with its body unread; over
-/// hyper-util that pinned one connection per waiting call. The client keeps no idle
+/// A call waiting out a 429 keeps only that response's head, not its body: an unread body
+/// pins its connection over hyper-util, one per waiting call. The client keeps no idle
 /// connection here, so what stays open is what the calls hold; the refusal's body (a 256 KiB
 /// page) is more than hyper reads ahead of its reader.
 #[tokio::test(start_paused = true)]

@@ -550,8 +550,9 @@ async fn without_meters_a_steady_load_is_not_starved_after_a_closure() {
     assert_eq!(late_refusals, 0);
 }
 
-/// Hole 10: the response a call waited to retry kept its body (and its connection) for the
-/// whole wait; a call that gives up has its head, in `Throttled`, not the response.
+/// A call waiting to retry does not keep the response it waits after, so neither its body nor
+/// its connection is held for the whole wait; a call that gives up has that response's head,
+/// in `Throttled`, not the response.
 #[tokio::test(start_paused = true)]
 async fn a_retry_that_meets_a_gate_closed_too_long_gives_up_with_its_last_responses_head() {
     let gates = Gates::new();
@@ -729,8 +730,9 @@ async fn a_first_call_on_a_key_is_counted_while_it_is_out() {
     assert_eq!(gates.snapshot(&key()).map_or(0, |gate| gate.in_flight()), 0);
 }
 
-/// Hole 7: a closure the layer guessed (no `Retry-After`) held every call on the key for as
-/// long as its backoff said, past the cap, and failed fast calls whose budget was ample.
+/// A closure the layer guesses (no `Retry-After`) holds the key's calls no longer than the
+/// cap, however long its backoff says, so a call whose budget is ample waits it out instead of
+/// failing fast.
 #[tokio::test(start_paused = true)]
 async fn a_guessed_closure_never_exceeds_the_cap() {
     let limiter = Limiter::new(Model::ClosedUntil(Instant::now()), Headers::RetryAfter)
@@ -755,9 +757,10 @@ async fn a_guessed_closure_never_exceeds_the_cap() {
     assert_eq!(statuses(first).await, [429]);
 }
 
-/// Hole 5: the store kept the smallest count and the latest reset across different windows:
-/// a per-second window's zero borrowed a per-minute reset and held every process for it, or
-/// a spent window of half a second was stretched over the next whole window.
+/// A shared store merges reports of different windows by the gate's rule, not into the
+/// smallest count and the latest reset: a per-second window's zero holds every process until
+/// its own reset, not a per-minute one's, and a spent window of half a second is not stretched
+/// over the next whole window.
 #[tokio::test]
 async fn a_shared_store_merges_quota_by_the_gates_rule() {
     let now = std::time::SystemTime::now();
@@ -819,10 +822,10 @@ async fn a_shared_store_merges_quota_by_the_gates_rule() {
     ));
 }
 
-/// Hole 9: a closure learned from a shared store was converted to this process's clock
-/// afresh at every call, against a new reading of both clocks; each conversion could land a
-/// little later, and a later closure counts as a new one (the reopening moves, a new epoch
-/// starts, a probe's answer is taken for a stale one).
+/// A closure learned again from a shared store keeps its reopening. Converted to this
+/// process's clock afresh at every call, against a new reading of both clocks, it could land a
+/// little later each time, and a later closure counts as a new one (the reopening moves, a new
+/// epoch starts, a probe's answer is taken for a stale one).
 #[tokio::test(start_paused = true)]
 async fn a_shared_closure_learned_again_keeps_its_reopening() {
     let (first, second, limiter) = two_processes_and_a_limiter_closed_for_20_s();
@@ -928,9 +931,9 @@ async fn waiters_leave_a_closure_at_the_pace_of_the_servers_policy() {
     );
 }
 
-/// Hole 1: a pace drawn from a day's policy (86 400 s / 5 000 = 17 s a request) was applied
-/// to the calls released after a 429, so most of them ran out of budget; with a quota of one
-/// a day every call failed, and the pace stayed in force for calls an hour later.
+/// A pace drawn from a day's policy (86 400 s / 5 000 = 17 s a request) is not applied to the
+/// calls released after a 429: most of them would run out of budget, with a quota of one a day
+/// every call would fail, and the pace would stay in force for calls an hour later.
 #[tokio::test(start_paused = true)]
 async fn a_pace_drawn_from_a_window_longer_than_the_cap_is_not_applied() {
     for policy in [
@@ -987,8 +990,9 @@ fn hangs_on_the_probe(refusal: &'static str, arrivals: Arc<Mutex<Vec<Instant>>>)
     })
 }
 
-/// Hole 2: the probe after a 429 hung, and nothing else went while it was out: every waiter
-/// failed at the end of its budget, and so did calls arriving later.
+/// A probe after a 429 that never answers holds the gate for the probe timeout, no longer:
+/// then the next probe goes, and the waiters and later calls get through instead of failing at
+/// the end of their budget.
 #[tokio::test(start_paused = true)]
 async fn a_probe_that_never_answers_holds_the_gate_no_longer_than_the_probe_timeout() {
     for (layer, timeout) in [
@@ -1023,8 +1027,8 @@ async fn a_probe_that_never_answers_holds_the_gate_no_longer_than_the_probe_time
     }
 }
 
-/// Hole 4: when every unit of a window's quota was out, waiters were woken only by the
-/// answers; one slow answer held them long after the window had reset.
+/// When every unit of a window's quota is out, waiters are woken at the window's reset, not
+/// only by the answers: one slow answer does not hold them past it.
 #[tokio::test(start_paused = true)]
 async fn when_a_windows_quota_is_all_in_flight_waiters_wake_at_its_reset() {
     let arrivals: Arc<Mutex<Vec<Instant>>> = Arc::default();
@@ -1059,8 +1063,9 @@ async fn when_a_windows_quota_is_all_in_flight_waiters_wake_at_its_reset() {
     slow.await.unwrap().unwrap();
 }
 
-/// Hole 6: with the registry full, a 429 for a new key made room by forgetting a gate that
-/// held no call, even one closed by a 429: that key's next call went inside its window.
+/// With the registry full, a 429 for a new key never makes room by forgetting a gate closed by
+/// a 429 still in force, even one with no call waiting or out: that key's next call would go
+/// inside its window.
 #[tokio::test(start_paused = true)]
 async fn a_full_registry_never_forgets_a_closure_that_still_holds() {
     let gates = Gates::with_capacity(1);
@@ -1087,8 +1092,8 @@ async fn a_full_registry_never_forgets_a_closure_that_still_holds() {
     assert_sent_again_no_sooner(&a, started + 30 * SECOND);
 }
 
-/// Hole 6: a spent window reported for a new key was dropped when the registry was full,
-/// even of keys that only knew a quota with room.
+/// A spent window reported for a new key on a full registry takes the place of a key that only
+/// knows a quota with room: dropped, the key's next call would go inside the spent window.
 #[tokio::test(start_paused = true)]
 async fn a_spent_window_on_a_new_key_takes_the_place_of_a_key_that_holds_nothing() {
     let gates = Gates::with_capacity(1);
@@ -1164,8 +1169,8 @@ async fn a_layer_that_does_not_respect_remaining_is_held_only_by_the_429() {
     );
 }
 
-/// Hole 11: a layer that respects the quota, waiting out a spent window, turned it into a
-/// closure of the shared gate: a layer that does not respect the quota was held by it too.
+/// A layer that respects the quota waits out a spent window without turning it into a closure
+/// of the shared gate, so a layer that does not respect the quota is not held by it.
 #[tokio::test(start_paused = true)]
 async fn a_spent_window_never_holds_a_layer_that_does_not_respect_remaining() {
     let spent = vec![("ratelimit", "\"d\";r=0;t=30".to_owned())];
@@ -1185,8 +1190,9 @@ async fn a_spent_window_never_holds_a_layer_that_does_not_respect_remaining() {
     assert_eq!(statuses(held).await, [200]);
 }
 
-/// Hole 12: a call held behind a probe (or by a pace) that gave up was told `retry_after` 0:
-/// the gate was not closed, but it could not let the call through for a while yet.
+/// A call held behind a probe (or by a pace) that gives up is told, in `retry_after`, how long
+/// until the gate could let it through, not 0: the gate is not closed, but it cannot let the
+/// call through for a while yet.
 #[tokio::test(start_paused = true)]
 async fn a_call_that_gives_up_behind_a_probe_is_told_how_long_until_it_could_go() {
     let arrivals: Arc<Mutex<Vec<Instant>>> = Arc::default();

@@ -322,8 +322,9 @@ fn assert_no_retry_inside_its_own_window(log: &Log) -> usize {
     refused_then_retried
 }
 
-/// Hole 8: between asking whether the gate holds a retry's wait and entering the gate, another
-/// thread could forget the gate to make room, and the retry went through a fresh, open one.
+/// Between asking whether the gate holds a retry's wait and entering the gate, no other thread
+/// can forget the gate to make room: the retry would go through a fresh, open one, inside its
+/// window.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_refused_calls_retry_never_lands_inside_its_window_on_a_full_registry() {
     for seed in [21, 22, 23] {

@@ -199,8 +199,7 @@ async fn throttled_second_call(
     throttled
 }
 
-/// Hole 13: the default key took a URI's userinfo along, and printed it in every event and
-/// every `Throttled`.
+/// The default key leaves a URI's userinfo out, so no event and no `Throttled` prints it.
 #[tokio::test(start_paused = true)]
 async fn a_uris_userinfo_never_reaches_an_event_or_an_error() {
     let layer = RateLimitLayer::new();
@@ -227,7 +226,7 @@ async fn a_uris_userinfo_never_reaches_an_event_or_an_error() {
     );
 }
 
-/// Hole 13: a key made from a credential is shown as a fingerprint, never as the credential.
+/// A key made from a credential is shown as a fingerprint, never as the credential.
 #[tokio::test(start_paused = true)]
 async fn a_credential_key_is_shown_as_a_fingerprint() {
     let layer = RateLimitLayer::new().key(|request: &http::request::Parts| {

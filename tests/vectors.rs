@@ -359,8 +359,9 @@ fn a_response_is_empty_only_when_it_said_nothing_about_limits() {
     );
 }
 
-/// Hole 3: a client clock ahead of the server's (or a slow transit) put `Date` behind the
-/// receipt; subtracting that as age retried early whenever the client's clock ran ahead.
+/// A `Date` behind the receipt is not taken for age: a client clock ahead of the server's (or
+/// a slow transit) puts it there, and subtracting it would retry early whenever the client's
+/// clock runs ahead. Only `Age` shortens the countdown.
 #[test]
 fn a_countdown_is_measured_from_receipt_and_shortened_only_by_age() {
     let mut headers = HeaderMap::new();

@@ -277,9 +277,9 @@ mod tests {
         pass.answered(refusal, now, Some(retry)).0
     }
 
-    /// Hole 8: the call refused takes its place in the same critical section that closes the
-    /// gate, so nothing can forget the gate or let the call through in between; its place then
-    /// keeps the gate from being forgotten to make room.
+    /// The call refused takes its place in the same critical section that closes the gate, so
+    /// nothing can forget the gate or let the call through in between; its place then keeps
+    /// the gate from being forgotten to make room.
     #[tokio::test(start_paused = true)]
     async fn a_refused_call_takes_its_place_where_the_gate_closes_and_keeps_the_gate() {
         let gates = Gates::with_capacity(1);
