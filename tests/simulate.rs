@@ -1,6 +1,6 @@
 //! The simulator: deterministic (the same seed gives the same tables and picture, byte for
-//! byte), its network really takes a round trip, and what the layer does against it today
-//! (its modules are the example's own).
+//! byte), its network really takes a round trip, and what the layer does against it (its
+//! modules are the example's own).
 
 #![allow(dead_code)] // the example's modules: each test takes the part it needs
 
@@ -23,8 +23,9 @@ use tokio::time::Instant;
 use tower::ServiceExt;
 use workload::{Args, Measured};
 
-/// The workload of issue 12's table: 20 per 1 s, 50 workers, 400 requests.
-fn issue_12() -> Args {
+/// The default workload (50 workers, 400 requests) at a limit of 20 per 1 s: more workers than
+/// a window admits, as in BENCHMARKS.md's `--limit 20` tables.
+fn fifty_workers_on_a_limit_of_twenty() -> Args {
     Args {
         limit: 20,
         ..Args::default()
@@ -35,7 +36,7 @@ fn report(seed: u64) -> (String, String) {
     let args = Args {
         requests: 200,
         matrix: true,
-        ..issue_12()
+        ..fifty_workers_on_a_limit_of_twenty()
     };
     let rows = sim::runs(&args, seed);
     let mut tables = workload::matrix_table(&workload::CLIENTS, &rows);
@@ -94,12 +95,12 @@ fn a_call_through_the_network_takes_a_round_trip_and_is_decided_half_way() {
 #[test]
 fn the_layer_under_meters_is_refused_only_at_a_cold_start_without_the_slow_start() {
     for (args, blind) in [
-        (issue_12(), 30),
+        (fifty_workers_on_a_limit_of_twenty(), 30),
         (Args::default(), 0),
         (
             Args {
                 algorithm: Algorithm::Aligned,
-                ..issue_12()
+                ..fifty_workers_on_a_limit_of_twenty()
             },
             30,
         ),
@@ -131,7 +132,7 @@ fn without_meters_the_learned_limit_keeps_the_layer_off_the_wall() {
             let args = Args {
                 algorithm,
                 headers,
-                ..issue_12()
+                ..fifty_workers_on_a_limit_of_twenty()
             };
             let rows = sim::runs(&args, 7);
             let (_, outcomes) = &rows[0];
@@ -171,7 +172,7 @@ fn without_meters_the_learned_limit_costs_little_time() {
             let args = Args {
                 algorithm,
                 headers: Headers::RetryAfter,
-                ..issue_12()
+                ..fifty_workers_on_a_limit_of_twenty()
             };
             let completion = layer_completion(&args, seed);
             let described = args.describe();
@@ -183,7 +184,7 @@ fn without_meters_the_learned_limit_costs_little_time() {
     }
     let args = Args {
         headers: Headers::None,
-        ..issue_12()
+        ..fifty_workers_on_a_limit_of_twenty()
     };
     let completion = layer_completion(&args, 7);
     assert!(completion <= 1.15, "{}: {completion:.3}", args.describe());
