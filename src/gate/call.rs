@@ -321,7 +321,7 @@ impl Said {
         settings: &Settings,
         readers: &[Arc<dyn ReadHeaders>],
     ) -> Said {
-        let info = RateLimitInfo::read(response.headers(), SystemTime::now(), floor, readers);
+        let info = RateLimitInfo::read(response.headers(), SystemTime::now(), now, floor, readers);
         let status = response.status();
         let refused = info.is_refusal(status) && !info.is_concurrency_limit();
         let said = Said {
@@ -700,7 +700,7 @@ mod tests {
         let readers: [std::sync::Arc<dyn crate::ReadHeaders>; 1] =
             [std::sync::Arc::new(tokens_a_second)];
         let headers = http::HeaderMap::new();
-        let tokens = RateLimitInfo::read(&headers, SystemTime::now(), None, &readers);
+        let tokens = RateLimitInfo::read(&headers, SystemTime::now(), now, None, &readers);
         assert_eq!(tokens.meters()[0].window(), Some(Duration::from_secs(1)));
         assert_eq!(pace(&tokens, now, CAP), None, "a thousand tokens a second");
     }
