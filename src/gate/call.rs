@@ -312,16 +312,18 @@ struct Binding {
 
 impl Said {
     /// Reads `response`'s rate-limit headers (with the user's `readers` after the crate's),
-    /// received `now` when the server's clock read at least `floor`, and attaches the reading
-    /// to it; what the gate and the retry need of it, under `settings`, is taken first.
+    /// received `now`, when the wall clock read `wall` and the server's clock at least
+    /// `floor`, and attaches the reading to it; what the gate and the retry need of it, under
+    /// `settings`, is taken first.
     pub(crate) fn read<B>(
         response: &mut Response<B>,
         now: Instant,
+        wall: SystemTime,
         floor: Option<SystemTime>,
         settings: &Settings,
         readers: &[Arc<dyn ReadHeaders>],
     ) -> Said {
-        let info = RateLimitInfo::read(response.headers(), SystemTime::now(), now, floor, readers);
+        let info = RateLimitInfo::read(response.headers(), wall, now, floor, readers);
         let status = response.status();
         let refused = info.is_refusal(status) && !info.is_concurrency_limit();
         let said = Said {
