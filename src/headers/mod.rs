@@ -88,8 +88,9 @@ const ANY_VENDOR: u64 = {
 /// ([`retry_after`](RateLimitInfo::retry_after)) and its quota meters
 /// ([`meters`](RateLimitInfo::meters)).
 ///
-/// Read with [`RateLimitInfo::from_headers`]. Every format real servers send is read, and every
-/// ambiguous case has one answer:
+/// Read with [`RateLimitInfo::from_headers`], or
+/// [`from_headers_at`](RateLimitInfo::from_headers_at) with the receipt taken when the response
+/// arrived. Every format real servers send is read, and every ambiguous case has one answer:
 ///
 /// - `Retry-After` as delay-seconds, a decimal (`1.5`), or an HTTP-date in any of its three
 ///   forms (here and in `Date`, `UTC` is read as `GMT`); `retry-after-ms`, preferred when
@@ -396,7 +397,8 @@ impl RateLimitInfo {
 
     /// The response's receipt on the monotonic clock, from which every meter's reset is
     /// measured: the instant [`from_headers_at`](Self::from_headers_at) was given, or the
-    /// moment [`from_headers`](Self::from_headers) was called.
+    /// moment [`from_headers`](Self::from_headers) was called. On a response the layer
+    /// returns, the moment that response arrived.
     pub fn read_at(&self) -> Instant {
         self.read_at
     }
