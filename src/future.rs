@@ -29,7 +29,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use http::request::Parts;
 use http::{Request, Response, response};
@@ -499,8 +499,12 @@ where
         let now = Instant::now();
         let (outcome, said) = match result {
             Ok(mut response) => {
+                // The receipt on the wall clock, beside `now` on the monotonic one: the reading
+                // measures every time it finds from these two.
+                let wall = SystemTime::now();
                 let floor = pass.as_ref().and_then(|pass| pass.server_floor(now));
-                let said = Said::read(&mut response, now, floor, settings, &self.config.readers);
+                let readers = &self.config.readers;
+                let said = Said::read(&mut response, now, wall, floor, settings, readers);
                 (Ok(response), Some(said))
             }
             Err(error) => (Err(error.into()), None),

@@ -107,6 +107,7 @@ mod layer;
 mod notice;
 pub mod policy;
 mod rate_limited;
+mod receipt;
 #[cfg(feature = "redis")]
 mod redis;
 #[cfg(feature = "reqwest")]

@@ -312,16 +312,18 @@ struct Binding {
 
 impl Said {
     /// Reads `response`'s rate-limit headers (with the user's `readers` after the crate's),
-    /// received `now` when the server's clock read at least `floor`, and attaches the reading
-    /// to it; what the gate and the retry need of it, under `settings`, is taken first.
+    /// received `now`, when the wall clock read `wall` and the server's clock at least
+    /// `floor`, and attaches the reading to it; what the gate and the retry need of it, under
+    /// `settings`, is taken first.
     pub(crate) fn read<B>(
         response: &mut Response<B>,
         now: Instant,
+        wall: SystemTime,
         floor: Option<SystemTime>,
         settings: &Settings,
         readers: &[Arc<dyn ReadHeaders>],
     ) -> Said {
-        let info = RateLimitInfo::read(response.headers(), SystemTime::now(), floor, readers);
+        let info = RateLimitInfo::read(response.headers(), wall, now, floor, readers);
         let status = response.status();
         let refused = info.is_refusal(status) && !info.is_concurrency_limit();
         let said = Said {
@@ -358,7 +360,8 @@ impl Said {
         }
     }
 
-    /// What the gate and the retry need from a reading of a response, `refused` or not.
+    /// What the gate and the retry need from the reading of a response received `now`,
+    /// `refused` or not.
     fn of(info: &RateLimitInfo, now: Instant, refused: bool, settings: &Settings) -> Said {
         if info.is_empty() {
             // Most responses: nothing to weigh.
@@ -385,10 +388,9 @@ impl Said {
         } else {
             retry_after
         };
-        // What is remembered reaches as far as the horizon, measured from when the meters
-        // were read, as their resets are (from `now`, taken a moment before, a reset of
-        // exactly the horizon would lie beyond it). Beyond it a reset is absurd or hostile.
-        let horizon = after(info.read_at(), settings.horizon);
+        // What is remembered reaches as far as the horizon from receipt, where the meters'
+        // resets are measured from too. Beyond it a reset is absurd or hostile.
+        let horizon = after(now, settings.horizon);
         Said {
             instruction,
             closing,
@@ -590,22 +592,35 @@ mod tests {
         assert_eq!(within_a_day.quota.remaining, 3);
     }
 
-    /// The reading's instant is taken after the response's `now` (here a real millisecond
-    /// later): a spent window resetting exactly at the horizon is still held, and one a second
-    /// beyond it is not remembered.
-    #[test]
-    fn a_spent_window_resetting_exactly_at_the_horizon_is_held() {
-        let now = Instant::now();
-        std::thread::sleep(Duration::from_millis(1));
+    /// A 429 whose `RateLimit` field says its window is spent, and resets in `seconds`.
+    fn spent_for(seconds: u64) -> Response<()> {
+        let ratelimit = format!(r#""d";r=0;t={seconds}"#);
+        Response::builder()
+            .status(StatusCode::TOO_MANY_REQUESTS)
+            .header("ratelimit", ratelimit)
+            .body(())
+            .unwrap()
+    }
+
+    /// Measured from the receipt the caller passes, however long after it the headers are
+    /// read (here a second, on the paused clock): a spent window resetting exactly at the
+    /// horizon is held, and one a second beyond it is not remembered.
+    #[tokio::test(start_paused = true)]
+    async fn a_spent_window_resetting_exactly_at_the_horizon_is_held() {
+        let received = Instant::now();
+        let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        tokio::time::advance(Duration::from_secs(1)).await;
         let settings = Settings::default();
-        let two_days = info(&[("ratelimit", r#""d";r=0;t=172800"#)]);
-        assert!(two_days.read_at() > now);
-        let said = Said::of(&two_days, now, true, &settings);
-        let held = said.quota.expect("the spent window is held");
+        let read = |response: &mut Response<()>| {
+            Said::read(response, received, wall, None, &settings, &[])
+        };
+        let mut two_days = spent_for(172_800);
+        let held = read(&mut two_days).quota.expect("the spent window is held");
         assert_eq!(held.quota.remaining, 0);
-        assert_eq!(held.quota.reset_at, two_days.read_at() + settings.horizon);
-        let beyond = info(&[("ratelimit", r#""d";r=0;t=172801"#)]);
-        assert!(Said::of(&beyond, now, true, &settings).quota.is_none());
+        assert_eq!(held.quota.reset_at, received + settings.horizon);
+        let reading = two_days.extensions().get::<RateLimitInfo>().unwrap();
+        assert_eq!(reading.read_at(), received, "placed at receipt");
+        assert!(read(&mut spent_for(172_801)).quota.is_none());
     }
 
     #[test]
@@ -700,7 +715,7 @@ mod tests {
         let readers: [std::sync::Arc<dyn crate::ReadHeaders>; 1] =
             [std::sync::Arc::new(tokens_a_second)];
         let headers = http::HeaderMap::new();
-        let tokens = RateLimitInfo::read(&headers, SystemTime::now(), None, &readers);
+        let tokens = RateLimitInfo::read(&headers, SystemTime::now(), now, None, &readers);
         assert_eq!(tokens.meters()[0].window(), Some(Duration::from_secs(1)));
         assert_eq!(pace(&tokens, now, CAP), None, "a thousand tokens a second");
     }

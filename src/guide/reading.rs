@@ -92,6 +92,10 @@
 //! assert!(meter.is_exhausted());                  // only when the server said remaining = 0
 //! ```
 //!
+//! `from_headers` takes the moment it is called as the receipt, from which every countdown is
+//! measured; [`RateLimitInfo::from_headers_at`](crate::RateLimitInfo::from_headers_at) takes
+//! the receipt on both clocks, read when the response arrived.
+//!
 //! Beside `RateLimitInfo`, each response carries a [`CallCost`](crate::CallCost): `attempts()`
 //! (the requests the call sent) and `waited()` (the time it waited, at the gate and asleep); a
 //! `Throttled` error has it as `cost()`.

@@ -3,7 +3,9 @@
 //! One file per header family: `retry_after` (`Retry-After`, `retry-after-ms`), `ietf` (the
 //! `RateLimit` drafts, with `structured` for their structured-field shapes), `x_ratelimit`
 //! (`X-RateLimit-*`), `clock` (`Date` and `Age`, against which every time is measured).
-//! Everything here is pure: the caller passes the time the response was received.
+//! Everything here is pure: no clock is read, the caller passes the time the response was
+//! received on both clocks. [`RateLimitInfo::from_headers`], which takes the moment it is
+//! called as the receipt, reads tokio's clock at the crate's edge (`receipt`), not here.
 
 mod anthropic;
 mod atlassian;
@@ -86,8 +88,9 @@ const ANY_VENDOR: u64 = {
 /// ([`retry_after`](RateLimitInfo::retry_after)) and its quota meters
 /// ([`meters`](RateLimitInfo::meters)).
 ///
-/// Read with [`RateLimitInfo::from_headers`]. Every format real servers send is read, and every
-/// ambiguous case has one answer:
+/// Read with [`RateLimitInfo::from_headers`], or
+/// [`from_headers_at`](RateLimitInfo::from_headers_at) with the receipt taken when the response
+/// arrived. Every format real servers send is read, and every ambiguous case has one answer:
 ///
 /// - `Retry-After` as delay-seconds, a decimal (`1.5`), or an HTTP-date in any of its three
 ///   forms (here and in `Date`, `UTC` is read as `GMT`); `retry-after-ms`, preferred when
@@ -150,25 +153,48 @@ struct Scope {
 }
 
 impl RateLimitInfo {
-    /// Reads the rate-limit headers of a response received at `now`.
+    /// Reads the rate-limit headers of a response received at `read_at` on tokio's monotonic
+    /// clock, when the wall clock read `now`: [`from_headers`](Self::from_headers) with the
+    /// receipt named by the caller instead of taken when it is called.
     ///
-    /// `now` is the wall-clock time of receipt: without a `Date` header, HTTP-dates and epoch
-    /// resets are measured against it. Countdowns are placed on the monotonic clock
-    /// (`tokio::time::Instant`) at the moment of reading.
-    pub fn from_headers(headers: &HeaderMap, now: SystemTime) -> Self {
-        RateLimitInfo::read(headers, now, None, &[])
+    /// Read both clocks once, when the response arrives, and pass them here: every countdown
+    /// is then placed at `read_at` (what [`read_at`](Self::read_at) and each
+    /// [`Meter::read_at`] return), and a response read later, or in a test, is measured from
+    /// its receipt all the same. `now` plays the part it does in `from_headers`: without a
+    /// `Date` header, HTTP-dates and epoch resets are measured against it.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use http::HeaderMap;
+    /// use tokio::time::Instant;
+    /// use tower_retry_after::RateLimitInfo;
+    ///
+    /// let mut headers = HeaderMap::new();
+    /// headers.insert("ratelimit", r#""default";r=0;t=30"#.parse().unwrap());
+    ///
+    /// // Both clocks, read once as the response arrives.
+    /// let (read_at, now) = (Instant::now(), SystemTime::now());
+    /// let info = RateLimitInfo::from_headers_at(&headers, now, read_at);
+    /// assert_eq!(info.read_at(), read_at);
+    /// let reset_at = info.meters()[0].reset_at();
+    /// assert_eq!(reset_at, Some(read_at + Duration::from_secs(30)));
+    /// ```
+    pub fn from_headers_at(headers: &HeaderMap, now: SystemTime, read_at: Instant) -> Self {
+        RateLimitInfo::read(headers, now, read_at, None, &[])
     }
 
-    /// As [`from_headers`](Self::from_headers), knowing that the server's clock read at least
-    /// `floor` at receipt.
+    /// As [`from_headers_at`](Self::from_headers_at), knowing that the server's clock read at
+    /// least `floor` at receipt, with the user's `readers` after the crate's.
     pub(crate) fn read(
         headers: &HeaderMap,
         now: SystemTime,
+        read_at: Instant,
         floor: Option<SystemTime>,
         readers: &[Arc<dyn ReadHeaders>],
     ) -> Self {
         let fields = Fields::new(headers);
-        let read_at = Instant::now();
         if !fields.has_rate_limit_fields() && readers.is_empty() {
             return RateLimitInfo {
                 retry_after: None,
@@ -369,7 +395,10 @@ impl RateLimitInfo {
             .map_or_else(Signals::default, |scope| scope.signals)
     }
 
-    /// When the headers were read, on the monotonic clock.
+    /// The response's receipt on the monotonic clock, from which every meter's reset is
+    /// measured: the instant [`from_headers_at`](Self::from_headers_at) was given, or the
+    /// moment [`from_headers`](Self::from_headers) was called. On a response the layer
+    /// returns, the moment that response arrived.
     pub fn read_at(&self) -> Instant {
         self.read_at
     }
