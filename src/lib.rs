@@ -130,13 +130,28 @@ pub use headers::{Figures, Found, Meter, RateLimitInfo, ReadHeaders, ResponseClo
 pub use key::{InvalidOrigin, Key};
 pub use layer::RateLimitLayer;
 pub use notice::Notice;
-pub use policy::BoxError;
 pub use rate_limited::{RateLimited, RateLimitedExt};
 #[cfg(feature = "redis")]
 pub use redis::RedisStore;
 pub use service::RateLimit;
 pub use throttled::{HeldBy, Throttled};
 pub use tokens::TokenCost;
+
+/// The error type of the layer, and of what a policy sees: any error, boxed (tower's
+/// convention, the same type as `tower::BoxError`).
+///
+/// A [`Throttled`] reaches the caller as one: [`RateLimitedExt::rate_limited`] reads a
+/// refusal out of it, as `downcast_ref::<Throttled>()` does.
+///
+/// # Example
+///
+/// ```
+/// use tower_retry_after::{BoxError, Throttled};
+///
+/// let error: BoxError = "connection reset".into();
+/// assert!(error.downcast_ref::<Throttled>().is_none());
+/// ```
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What the fuzz crate checks beyond the public API; not part of the API.
 #[cfg(feature = "__fuzzing")]
