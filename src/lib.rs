@@ -115,6 +115,7 @@ mod redis;
 pub mod reqwest;
 mod service;
 mod settings;
+pub mod store;
 mod telemetry;
 mod throttled;
 mod tokens;
@@ -122,17 +123,12 @@ mod tokens;
 pub use backoff::Backoff;
 pub use cost::CallCost;
 pub use future::ResponseFuture;
-pub use gate::{
-    GateSnapshot, Gates, MemoryStore, Reservation, StoreError, StoreFuture, Ticket, Window,
-    WindowStore,
-};
+pub use gate::{GateSnapshot, Gates};
 pub use headers::{Figures, Found, Meter, RateLimitInfo, ReadHeaders, ResponseClock, Unit};
 pub use key::{InvalidOrigin, Key};
 pub use layer::RateLimitLayer;
 pub use notice::Notice;
 pub use rate_limited::{RateLimited, RateLimitedExt};
-#[cfg(feature = "redis")]
-pub use redis::RedisStore;
 pub use service::RateLimit;
 pub use throttled::{HeldBy, Throttled};
 pub use tokens::TokenCost;

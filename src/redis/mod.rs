@@ -34,7 +34,8 @@ const LINGER: Duration = Duration::from_millis(500);
 /// # Example
 ///
 /// ```no_run
-/// use tower_retry_after::{Gates, RateLimitLayer, RedisStore};
+/// use tower_retry_after::store::RedisStore;
+/// use tower_retry_after::{Gates, RateLimitLayer};
 ///
 /// # #[tokio::main]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -100,7 +101,8 @@ impl RedisStore {
     /// # Example
     ///
     /// ```no_run
-    /// use tower_retry_after::{Gates, RateLimitLayer, RedisStore};
+    /// use tower_retry_after::store::RedisStore;
+    /// use tower_retry_after::{Gates, RateLimitLayer};
     ///
     /// # #[tokio::main]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -142,7 +144,7 @@ impl RedisStore {
     ///
     /// ```no_run
     /// use redis::cluster::ClusterClient;
-    /// use tower_retry_after::RedisStore;
+    /// use tower_retry_after::store::RedisStore;
     ///
     /// # #[tokio::main]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -192,7 +194,8 @@ impl RedisStore {
     /// # Example
     ///
     /// ```
-    /// use tower_retry_after::{Key, RedisStore};
+    /// use tower_retry_after::Key;
+    /// use tower_retry_after::store::RedisStore;
     ///
     /// # #[tokio::main]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -224,7 +227,8 @@ impl RedisStore {
     /// # Example
     ///
     /// ```
-    /// use tower_retry_after::{Key, RedisStore};
+    /// use tower_retry_after::Key;
+    /// use tower_retry_after::store::RedisStore;
     ///
     /// # #[tokio::main]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
