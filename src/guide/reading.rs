@@ -42,9 +42,10 @@
 //!   API. The first answer on a route names it; at most 4,096 routes are remembered, so a server
 //!   inventing names cannot grow them without bound.
 //! - **A reader of your own**: anything else a server sends, [`RateLimitLayer::read_headers_with`](crate::RateLimitLayer::read_headers_with)
-//!   takes a [`ReadHeaders`](crate::ReadHeaders) (a closure will do) that adds meters, a wait, or says a 403 is a
+//!   takes a [`ReadHeaders`](crate::headers::ReadHeaders) (a closure will do) that adds meters, a wait, or says a 403 is a
 //!   refusal:
 //!   `.read_headers_with(|_: &http::HeaderMap, _: &_, found: &mut Found<'_>| found.forbidden_is_refusal())`.
+//!   The [`headers`](crate::headers) module has the reader's interface, with an example.
 //!
 //! - **Several values** that disagree: the largest `Retry-After`; for meters the most restrictive
 //!   figure (lowest limit and remaining, latest reset).
