@@ -93,9 +93,9 @@
 //! assert!(meter.is_exhausted());                  // only when the server said remaining = 0
 //! ```
 //!
-//! `from_headers` takes the moment it is called as the receipt, from which every countdown is
-//! measured; [`RateLimitInfo::from_headers_at`](crate::RateLimitInfo::from_headers_at) takes
-//! the receipt on both clocks, read when the response arrived.
+//! Every time a reading gives is a `Duration` from the response's receipt, its `now` the wall
+//! clock then: a response read after it arrived is read with the time it arrived. For the time
+//! left now, a key's gate ages its quota: [`Gates::snapshot`](crate::Gates::snapshot).
 //!
 //! Beside `RateLimitInfo`, each response carries a [`CallCost`](crate::CallCost): `attempts()`
 //! (the requests the call sent) and `waited()` (the time it waited, at the gate and asleep); a

@@ -18,9 +18,8 @@ use super::{ANY_VENDOR, VENDORS, ietf, retry_after, x_ratelimit};
 /// ([`retry_after`](RateLimitInfo::retry_after)) and its quota meters
 /// ([`meters`](RateLimitInfo::meters)).
 ///
-/// Read with [`RateLimitInfo::from_headers`], or
-/// [`from_headers_at`](RateLimitInfo::from_headers_at) with the receipt taken when the response
-/// arrived. Every format real servers send is read, and every ambiguous case has one answer:
+/// Read with [`RateLimitInfo::from_headers`]; the layer attaches one to every response it
+/// returns. Every format real servers send is read, and every ambiguous case has one answer:
 ///
 /// - `Retry-After` as delay-seconds, a decimal (`1.5`), or an HTTP-date in any of its three
 ///   forms (here and in `Date`, `UTC` is read as `GMT`); `retry-after-ms`, preferred when
@@ -84,39 +83,14 @@ struct Scope {
 
 impl RateLimitInfo {
     /// Reads the rate-limit headers of a response received at `read_at` on tokio's monotonic
-    /// clock, when the wall clock read `now`: [`from_headers`](Self::from_headers) with the
-    /// receipt named by the caller instead of taken when it is called.
+    /// clock, when the wall clock read `now`, knowing that the server's clock read at least
+    /// `floor` at receipt, with the user's `readers` after the crate's.
     ///
-    /// Read both clocks once, when the response arrives, and pass them here: every countdown
-    /// is then placed at `read_at` (what [`read_at`](Self::read_at) and each
-    /// [`Meter::read_at`] return), and a response read later, or in a test, is measured from
-    /// its receipt all the same. `now` plays the part it does in `from_headers`: without a
-    /// `Date` header, HTTP-dates and epoch resets are measured against it.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use std::time::{Duration, SystemTime};
-    /// use http::HeaderMap;
-    /// use tokio::time::Instant;
-    /// use tower_retry_after::RateLimitInfo;
-    ///
-    /// let mut headers = HeaderMap::new();
-    /// headers.insert("ratelimit", r#""default";r=0;t=30"#.parse().unwrap());
-    ///
-    /// // Both clocks, read once as the response arrives.
-    /// let (read_at, now) = (Instant::now(), SystemTime::now());
-    /// let info = RateLimitInfo::from_headers_at(&headers, now, read_at);
-    /// assert_eq!(info.read_at(), read_at);
-    /// let reset_at = info.meters()[0].reset_at();
-    /// assert_eq!(reset_at, Some(read_at + Duration::from_secs(30)));
-    /// ```
-    pub fn from_headers_at(headers: &HeaderMap, now: SystemTime, read_at: Instant) -> Self {
-        RateLimitInfo::read(headers, now, read_at, None, &[])
-    }
-
-    /// As [`from_headers_at`](Self::from_headers_at), knowing that the server's clock read at
-    /// least `floor` at receipt, with the user's `readers` after the crate's.
+    /// The caller reads both clocks once, when the response arrives (the layer, or
+    /// [`from_headers`](Self::from_headers) at the moment it is called): every countdown is
+    /// placed at `read_at`, however long after it the headers are read. `now` is the wall
+    /// clock of receipt: without a `Date` header, HTTP-dates and epoch resets are measured
+    /// against it.
     pub(crate) fn read(
         headers: &HeaderMap,
         now: SystemTime,
@@ -326,15 +300,31 @@ impl RateLimitInfo {
     }
 
     /// The response's receipt on the monotonic clock, from which every meter's reset is
-    /// measured: the instant [`from_headers_at`](Self::from_headers_at) was given, or the
-    /// moment [`from_headers`](Self::from_headers) was called. On a response the layer
-    /// returns, the moment that response arrived.
-    pub fn read_at(&self) -> Instant {
+    /// measured: the instant [`read`](Self::read) was given. Only the tests ask.
+    #[cfg(test)]
+    pub(crate) fn read_at(&self) -> Instant {
         self.read_at
     }
 
     /// What the server's clock read when it wrote the response, if it said.
     pub(crate) fn server_date(&self) -> Option<SystemTime> {
         self.server_date
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_countdown_is_placed_at_the_receipt_the_reading_is_given() {
+        let mut headers = HeaderMap::new();
+        headers.insert("ratelimit", r#""default";r=0;t=30"#.parse().unwrap());
+        let (read_at, now) = (Instant::now(), SystemTime::now());
+        let info = RateLimitInfo::read(&headers, now, read_at, None, &[]);
+        assert_eq!(info.read_at(), read_at);
+        let meter = &info.meters()[0];
+        assert_eq!(meter.reset_in(), Some(Duration::from_secs(30)));
+        assert_eq!(meter.reset_at(), Some(read_at + Duration::from_secs(30)));
     }
 }
