@@ -47,6 +47,10 @@
 //! With the `reqwest` feature, [`RateLimitLayer::middleware`] makes the same layer a
 //! `reqwest_middleware::Middleware` for a reqwest client: see the [`reqwest`] module.
 //!
+//! Two interfaces are for extending the layer rather than using it: [`store`], where several
+//! processes' gates share what servers say (a store to pick, or one of your own), and
+//! [`headers`], for a reader of a server's own rate-limit headers.
+//!
 //! Every wait, taken or declined, emits a `tracing` event (target `tower_retry_after`) with the
 //! key, the reason (instructed or guessed), the wait, the attempt and whether it will retry.
 //!
