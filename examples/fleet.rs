@@ -31,7 +31,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use rand::RngExt;
 use tokio::net::TcpListener;
 use tower::{BoxError, Layer, ServiceExt};
-use tower_retry_after::{Gates, RateLimitLayer, RedisStore};
+use tower_retry_after::store::RedisStore;
+use tower_retry_after::{Gates, RateLimitLayer};
 
 use limiter::{Algorithm, Headers, Limiter};
 

@@ -20,7 +20,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpListener;
 use tokio::time::Instant;
 use tower::{BoxError, Service, ServiceBuilder, ServiceExt};
-use tower_retry_after::{Found, Key, RateLimitInfo, RateLimitLayer};
+use tower_retry_after::headers::Found;
+use tower_retry_after::{Key, RateLimitInfo, RateLimitLayer};
 
 /// What an imitation answers its `nth` request (from 0): a status and headers.
 type Answer = fn(u64) -> (u16, Vec<(&'static str, String)>);

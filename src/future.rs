@@ -37,6 +37,7 @@ use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
 use tower_service::Service;
 
+use crate::BoxError;
 use crate::budget::{Answer, Budget, Declined, closure};
 use crate::config::Config;
 use crate::cost::CallCost;
@@ -47,7 +48,7 @@ use crate::gate::{
 use crate::jitter::Draws;
 use crate::key::Key;
 use crate::notice::Notice;
-use crate::policy::{Action, Attempt, BoxError, Outcome, Policy};
+use crate::policy::{Action, Attempt, Outcome, Policy};
 use crate::telemetry;
 use crate::throttled::{HeldBy, Throttled};
 use crate::tokens::TokenCost;

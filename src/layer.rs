@@ -421,8 +421,10 @@ impl<P> RateLimitLayer<P> {
     ///
     /// ```
     /// use tower_retry_after::RateLimitLayer;
+    /// use tower_retry_after::headers::Found;
     ///
-    /// let layer = RateLimitLayer::new().read_headers_with(|_: &http::HeaderMap, _: &_, found: &mut tower_retry_after::Found<'_>| found.forbidden_is_refusal());
+    /// let layer = RateLimitLayer::new()
+    ///     .read_headers_with(|_: &http::HeaderMap, _: &_, found: &mut Found<'_>| found.forbidden_is_refusal());
     /// # let _ = layer;
     /// ```
     pub fn read_headers_with<R: ReadHeaders>(mut self, reader: R) -> Self {

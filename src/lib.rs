@@ -47,6 +47,10 @@
 //! With the `reqwest` feature, [`RateLimitLayer::middleware`] makes the same layer a
 //! `reqwest_middleware::Middleware` for a reqwest client: see the [`reqwest`] module.
 //!
+//! Two interfaces are for extending the layer rather than using it: [`store`], where several
+//! processes' gates share what servers say (a store to pick, or one of your own), and
+//! [`headers`], for a reader of a server's own rate-limit headers.
+//!
 //! Every wait, taken or declined, emits a `tracing` event (target `tower_retry_after`) with the
 //! key, the reason (instructed or guessed), the wait, the attempt and whether it will retry.
 //!
@@ -100,7 +104,7 @@ mod events;
 mod future;
 mod gate;
 pub mod guide;
-mod headers;
+pub mod headers;
 mod jitter;
 mod key;
 mod layer;
@@ -115,6 +119,7 @@ mod redis;
 pub mod reqwest;
 mod service;
 mod settings;
+pub mod store;
 mod telemetry;
 mod throttled;
 mod tokens;
@@ -122,21 +127,32 @@ mod tokens;
 pub use backoff::Backoff;
 pub use cost::CallCost;
 pub use future::ResponseFuture;
-pub use gate::{
-    GateSnapshot, Gates, MemoryStore, Reservation, StoreError, StoreFuture, Ticket, Window,
-    WindowStore,
-};
-pub use headers::{Figures, Found, Meter, RateLimitInfo, ReadHeaders, ResponseClock, Unit};
+pub use gate::{GateSnapshot, Gates};
+pub use headers::info::RateLimitInfo;
+pub use headers::meter::{Meter, Unit};
 pub use key::{InvalidOrigin, Key};
 pub use layer::RateLimitLayer;
 pub use notice::Notice;
-pub use policy::BoxError;
 pub use rate_limited::{RateLimited, RateLimitedExt};
-#[cfg(feature = "redis")]
-pub use redis::RedisStore;
 pub use service::RateLimit;
 pub use throttled::{HeldBy, Throttled};
 pub use tokens::TokenCost;
+
+/// The error type of the layer, and of what a policy sees: any error, boxed (tower's
+/// convention, the same type as `tower::BoxError`).
+///
+/// A [`Throttled`] reaches the caller as one: [`RateLimitedExt::rate_limited`] reads a
+/// refusal out of it, as `downcast_ref::<Throttled>()` does.
+///
+/// # Example
+///
+/// ```
+/// use tower_retry_after::{BoxError, Throttled};
+///
+/// let error: BoxError = "connection reset".into();
+/// assert!(error.downcast_ref::<Throttled>().is_none());
+/// ```
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What the fuzz crate checks beyond the public API; not part of the API.
 #[cfg(feature = "__fuzzing")]

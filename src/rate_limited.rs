@@ -6,8 +6,8 @@ use std::time::{Duration, SystemTime};
 
 use http::{Extensions, HeaderMap, StatusCode};
 
+use crate::BoxError;
 use crate::headers::RateLimitInfo;
-use crate::policy::BoxError;
 use crate::throttled::{HeldBy, Throttled};
 
 /// A call was rate limited: how long until the server would take it again, as far as the

@@ -6,10 +6,11 @@ use std::task::{Context, Poll};
 use http::{Request, Response};
 use tower_service::Service;
 
+use crate::BoxError;
 use crate::config::Config;
 use crate::future::ResponseFuture;
 use crate::gate::Gates;
-use crate::policy::{BoxError, Policy, StatusPolicy};
+use crate::policy::{Policy, StatusPolicy};
 
 /// Reads every response's rate-limit headers, attaches them as a
 /// [`RateLimitInfo`](crate::RateLimitInfo), and retries what its [`Policy`] allows, waiting as

@@ -12,7 +12,8 @@ use http::Request;
 use limiter::{Headers, Limiter, Model, retry_after};
 use tokio::time::Instant;
 use tower::{Layer, ServiceExt};
-use tower_retry_after::{Gates, Key, MemoryStore, RateLimitLayer, Throttled, Window, WindowStore};
+use tower_retry_after::store::{MemoryStore, Window, WindowStore};
+use tower_retry_after::{Gates, Key, RateLimitLayer, Throttled};
 
 const SECOND: Duration = Duration::from_secs(1);
 const PROCESSES: usize = 4;

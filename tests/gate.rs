@@ -11,9 +11,8 @@ use http::{Request, Response};
 use limiter::{Headers, Limiter, Model, retry_after};
 use tokio::time::Instant;
 use tower::{BoxError, Layer, Service, ServiceExt};
-use tower_retry_after::{
-    Backoff, Gates, Key, MemoryStore, RateLimitLayer, Reservation, Throttled, Window, WindowStore,
-};
+use tower_retry_after::store::{MemoryStore, Reservation, Window, WindowStore};
+use tower_retry_after::{Backoff, Gates, Key, RateLimitLayer, Throttled};
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -437,7 +436,7 @@ async fn a_probe_dropped_on_its_way_lets_the_next_waiter_probe() {
 /// Two layers whose gates share one store, as two processes sharing one credential would, and
 /// a limiter that refuses everything for 20 s.
 fn two_processes_and_a_limiter_closed_for_20_s() -> (RateLimitLayer, RateLimitLayer, Limiter) {
-    let store = Arc::new(tower_retry_after::MemoryStore::new());
+    let store = Arc::new(tower_retry_after::store::MemoryStore::new());
     let first = RateLimitLayer::new().gates(Gates::with_store(store.clone()));
     let second = RateLimitLayer::new().gates(Gates::with_store(store));
     let limiter = Limiter::new(

@@ -15,7 +15,8 @@ use support::{TestServer, client, header};
 use tokio::time::Instant;
 use tower::util::BoxCloneService;
 use tower::{Service, ServiceBuilder, ServiceExt};
-use tower_retry_after::{BoxError, Found, RateLimitInfo, RateLimitLayer, TokenCost};
+use tower_retry_after::headers::Found;
+use tower_retry_after::{BoxError, RateLimitInfo, RateLimitLayer, TokenCost};
 
 const SECOND: Duration = Duration::from_secs(1);
 

@@ -708,11 +708,14 @@ mod tests {
             (0, None, Unit::Tokens),
             "spent, holding calls"
         );
-        let tokens_a_second = |_: &http::HeaderMap, _: &_, found: &mut crate::Found<'_>| {
-            let figures = crate::Figures::new().unit(Unit::Tokens).limit(1000);
-            found.meter(figures.window(Duration::from_secs(1)));
-        };
-        let readers: [std::sync::Arc<dyn crate::ReadHeaders>; 1] =
+        let tokens_a_second =
+            |_: &http::HeaderMap, _: &_, found: &mut crate::headers::Found<'_>| {
+                let figures = crate::headers::Figures::new()
+                    .unit(Unit::Tokens)
+                    .limit(1000);
+                found.meter(figures.window(Duration::from_secs(1)));
+            };
+        let readers: [std::sync::Arc<dyn crate::headers::ReadHeaders>; 1] =
             [std::sync::Arc::new(tokens_a_second)];
         let headers = http::HeaderMap::new();
         let tokens = RateLimitInfo::read(&headers, SystemTime::now(), now, None, &readers);

@@ -16,7 +16,8 @@ use crate::key::Key;
 ///
 /// ```
 /// use std::time::SystemTime;
-/// use tower_retry_after::{Key, MemoryStore, Reservation, WindowStore};
+/// use tower_retry_after::Key;
+/// use tower_retry_after::store::{MemoryStore, Reservation, WindowStore};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {

@@ -142,7 +142,8 @@ impl Gates {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use tower_retry_after::{Gates, MemoryStore, RateLimitLayer};
+    /// use tower_retry_after::store::MemoryStore;
+    /// use tower_retry_after::{Gates, RateLimitLayer};
     ///
     /// let gates = Gates::with_store_deadline(MemoryStore::new(), Duration::from_millis(20));
     /// let layer = RateLimitLayer::new().gates(gates);

@@ -21,7 +21,7 @@ use crate::throttled::HeldBy;
 ///
 /// ```
 /// use std::time::{Duration, SystemTime};
-/// use tower_retry_after::Window;
+/// use tower_retry_after::store::Window;
 ///
 /// let now = SystemTime::now();
 /// let spent = Window {
@@ -104,7 +104,7 @@ impl Window {
 /// # Example
 ///
 /// ```
-/// use tower_retry_after::Ticket;
+/// use tower_retry_after::store::Ticket;
 ///
 /// assert_eq!(Ticket::new(7).get(), 7);
 /// ```
@@ -129,7 +129,7 @@ impl Ticket {
 ///
 /// ```
 /// use std::time::{Duration, SystemTime};
-/// use tower_retry_after::{Reservation, Window};
+/// use tower_retry_after::store::{Reservation, Window};
 ///
 /// let until = SystemTime::now() + Duration::from_secs(5);
 /// let held = Reservation::NotBefore {
@@ -158,7 +158,7 @@ pub enum Reservation {
 /// # Example
 ///
 /// ```
-/// use tower_retry_after::StoreError;
+/// use tower_retry_after::store::StoreError;
 ///
 /// let error = StoreError::new("connection refused");
 /// assert_eq!(error.to_string(), "shared store: connection refused");
@@ -204,7 +204,8 @@ pub type StoreFuture<T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + S
 /// # Example
 ///
 /// ```
-/// use tower_retry_after::{Gates, MemoryStore, RateLimitLayer};
+/// use tower_retry_after::store::MemoryStore;
+/// use tower_retry_after::{Gates, RateLimitLayer};
 ///
 /// // Two sets of gates, as two processes would have, sharing one store.
 /// let store = std::sync::Arc::new(MemoryStore::new());

@@ -6,7 +6,8 @@
 //! reach share both:
 //!
 //! ```rust,ignore
-//! use tower_retry_after::{Gates, RateLimitLayer, RedisStore};
+//! use tower_retry_after::store::RedisStore;
+//! use tower_retry_after::{Gates, RateLimitLayer};
 //!
 //! // Cargo.toml: tower-retry-after = { version = "0.1", features = ["redis"] }
 //! let store = RedisStore::open("redis://127.0.0.1:6379/")?.prefix("billing:");
@@ -46,7 +47,8 @@
 //!   closest), dropped as soon as a meter speaks.
 //!   A process's own gate is told that limit with the window it holds a call for.
 //! - `MemoryStore` is the same interface in one process (several `Gates` sharing it); without a
-//!   store, nothing of this runs and a call costs what it did.
+//!   store, nothing of this runs and a call costs what it did. The [`store`](crate::store)
+//!   module has the interface, for a store of your own.
 //!
 //! `cargo run --features redis --example fleet` (with `REDIS_URL` set) runs 4 processes × 25
 //! workers against the demo's limiter with per-process gates and with gates on Redis; its
@@ -77,7 +79,8 @@
 //! ```
 //! use std::sync::Arc;
 //! use tower::{Service, ServiceBuilder, ServiceExt};
-//! use tower_retry_after::{Gates, MemoryStore, RateLimitLayer, Throttled};
+//! use tower_retry_after::store::MemoryStore;
+//! use tower_retry_after::{Gates, RateLimitLayer, Throttled};
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() -> Result<(), tower::BoxError> {

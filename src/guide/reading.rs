@@ -42,9 +42,10 @@
 //!   API. The first answer on a route names it; at most 4,096 routes are remembered, so a server
 //!   inventing names cannot grow them without bound.
 //! - **A reader of your own**: anything else a server sends, [`RateLimitLayer::read_headers_with`](crate::RateLimitLayer::read_headers_with)
-//!   takes a [`ReadHeaders`](crate::ReadHeaders) (a closure will do) that adds meters, a wait, or says a 403 is a
+//!   takes a [`ReadHeaders`](crate::headers::ReadHeaders) (a closure will do) that adds meters, a wait, or says a 403 is a
 //!   refusal:
 //!   `.read_headers_with(|_: &http::HeaderMap, _: &_, found: &mut Found<'_>| found.forbidden_is_refusal())`.
+//!   The [`headers`](crate::headers) module has the reader's interface, with an example.
 //!
 //! - **Several values** that disagree: the largest `Retry-After`; for meters the most restrictive
 //!   figure (lowest limit and remaining, latest reset).
@@ -92,9 +93,9 @@
 //! assert!(meter.is_exhausted());                  // only when the server said remaining = 0
 //! ```
 //!
-//! `from_headers` takes the moment it is called as the receipt, from which every countdown is
-//! measured; [`RateLimitInfo::from_headers_at`](crate::RateLimitInfo::from_headers_at) takes
-//! the receipt on both clocks, read when the response arrived.
+//! Every time a reading gives is a `Duration` from the response's receipt, its `now` the wall
+//! clock then: a response read after it arrived is read with the time it arrived. For the time
+//! left now, a key's gate ages its quota: [`Gates::snapshot`](crate::Gates::snapshot).
 //!
 //! Beside `RateLimitInfo`, each response carries a [`CallCost`](crate::CallCost): `attempts()`
 //! (the requests the call sent) and `waited()` (the time it waited, at the gate and asleep); a

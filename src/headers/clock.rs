@@ -63,14 +63,14 @@ impl Reset {
 }
 
 /// A response's clock: when it was received, what its `Date` and `Age` say, and what earlier
-/// responses said of the server's clock. A [`ReadHeaders`](crate::ReadHeaders) measures the
+/// responses said of the server's clock. A [`ReadHeaders`](super::ReadHeaders) measures the
 /// times it reads against it, so that none is early.
 ///
 /// # Example
 ///
 /// ```
 /// use std::time::{Duration, UNIX_EPOCH};
-/// use tower_retry_after::{Figures, Found, ResponseClock};
+/// use tower_retry_after::headers::{Figures, Found, ResponseClock};
 ///
 /// fn read(_: &http::HeaderMap, clock: &ResponseClock, found: &mut Found<'_>) {
 ///     let reset = UNIX_EPOCH + Duration::from_secs(1_700_000_060);
@@ -149,7 +149,7 @@ impl ResponseClock {
     ///
     /// ```
     /// use std::time::{Duration, UNIX_EPOCH};
-    /// use tower_retry_after::{Found, ResponseClock};
+    /// use tower_retry_after::headers::{Found, ResponseClock};
     ///
     /// // An API that names the end of a refusal as `x-retry-at: <epoch seconds>`.
     /// fn retry_at(headers: &http::HeaderMap, clock: &ResponseClock, found: &mut Found<'_>) {
@@ -180,7 +180,7 @@ impl ResponseClock {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use tower_retry_after::{Figures, Found, ResponseClock};
+    /// use tower_retry_after::headers::{Figures, Found, ResponseClock};
     ///
     /// fn read(_: &http::HeaderMap, clock: &ResponseClock, found: &mut Found<'_>) {
     ///     let reset = clock.countdown(Duration::from_secs(30));

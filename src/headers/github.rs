@@ -8,7 +8,7 @@
 //!   `x-ratelimit-remaining: 0`, a secondary limit with `Retry-After`). Only a response that
 //!   carries `x-ratelimit-resource` proves the server is GitHub, so only then is such a 403 a
 //!   refusal by default; elsewhere one line of configuration says so (see
-//!   [`Found::forbidden_is_refusal`](crate::Found::forbidden_is_refusal)).
+//!   [`Found::forbidden_is_refusal`](super::Found::forbidden_is_refusal)).
 //! - A secondary limit without `Retry-After` says so only in its body, which a layer reading
 //!   headers does not see: it is returned as any 403 is.
 

@@ -14,8 +14,8 @@ use tokio::time::Instant;
 /// makes a meter [exhausted](Meter::is_exhausted).
 ///
 /// A countdown is frozen when it was read: [`reset_in`](Meter::reset_in) is the time left at
-/// [`read_at`](Meter::read_at), already shortened by the response's age, and
-/// [`reset_at`](Meter::reset_at) places it on the monotonic clock so it keeps aging.
+/// the response's receipt, already shortened by the response's age. For the time left now, ask
+/// the key's gate: [`GateSnapshot::reset_in`](crate::GateSnapshot::reset_in) is aged to now.
 ///
 /// # Example
 ///
@@ -37,7 +37,6 @@ use tokio::time::Instant;
 /// assert_eq!(meter.reset_in(), Some(Duration::from_secs(60)));
 /// assert_eq!(meter.window(), None);
 /// assert!(meter.is_exhausted());
-/// assert_eq!(meter.reset_at(), Some(meter.read_at() + Duration::from_secs(60)));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Meter {
@@ -105,7 +104,7 @@ impl Meter {
         self.remaining
     }
 
-    /// How long after [`read_at`](Meter::read_at) the window resets. `None` when the server
+    /// How long after the response's receipt the window resets. `None` when the server
     /// named no reset, or one that had already passed when the response was read (then the
     /// window it described is over, and [`remaining`](Meter::remaining) is `None` too).
     pub fn reset_in(&self) -> Option<Duration> {
@@ -127,13 +126,9 @@ impl Meter {
         self.remaining == Some(0)
     }
 
-    /// When the response carrying this meter was read, on the monotonic clock.
-    pub fn read_at(&self) -> Instant {
-        self.read_at
-    }
-
-    /// When the window resets, on the monotonic clock.
-    pub fn reset_at(&self) -> Option<Instant> {
+    /// When the window resets, on the monotonic clock: the receipt the reading was given
+    /// (`read_at`), plus [`reset_in`](Meter::reset_in). The gate holds a spent window by it.
+    pub(crate) fn reset_at(&self) -> Option<Instant> {
         self.reset_in
             .and_then(|reset_in| self.read_at.checked_add(reset_in))
     }

@@ -1,11 +1,75 @@
-//! What a response says about the client's rate limits, read from its headers.
+//! Reading a server's own rate-limit headers: the interface of a reader of your own.
 //!
-//! One file per header family: `retry_after` (`Retry-After`, `retry-after-ms`), `ietf` (the
-//! `RateLimit` drafts, with `structured` for their structured-field shapes), `x_ratelimit`
-//! (`X-RateLimit-*`), `clock` (`Date` and `Age`, against which every time is measured).
-//! Everything here is pure: no clock is read, the caller passes the time the response was
-//! received on both clocks. [`RateLimitInfo::from_headers`], which takes the moment it is
-//! called as the receipt, reads tokio's clock at the crate's edge (`receipt`), not here.
+//! The layer reads every format it knows from every response (`Retry-After`, the IETF
+//! `RateLimit` drafts, `X-RateLimit-*`, and the vendors' own headers the
+//! [reading guide](crate::guide::reading) lists) into a [`RateLimitInfo`]. A server that
+//! writes its limits in a way of its own needs a reader of its own: a [`ReadHeaders`] (a
+//! closure `Fn(&HeaderMap, &ResponseClock, &mut Found)` is one), added with
+//! [`RateLimitLayer::read_headers_with`](crate::RateLimitLayer::read_headers_with). It runs
+//! after the crate's readers, on every response the layer reads, and adds what it finds to
+//! [`Found`]: a meter (its [`Figures`]), an instruction to wait, the limit the request counted
+//! against, or that the server answers a spent limit with 403. What it adds counts as the
+//! crate's own findings do: it gates, retries and is attached to the response alike.
+//!
+//! A reader measures every time it reads against the response's own clock, a
+//! [`ResponseClock`] (its receipt, `Date` and `Age`): a reset or a wait is given as the time
+//! left at receipt, a `Duration`, never as an instant of the client's, so that a cached
+//! response or a client clock that is off never makes one early.
+//!
+//! # Example
+//!
+//! An API that writes its quota as `x-quota-left: 12` and its reset as epoch seconds:
+//!
+//! ```
+//! use std::time::{Duration, UNIX_EPOCH};
+//! use http::HeaderMap;
+//! use tower::{Service, ServiceBuilder, ServiceExt};
+//! use tower_retry_after::headers::{Figures, Found, ResponseClock};
+//! use tower_retry_after::{RateLimitInfo, RateLimitLayer};
+//!
+//! fn quota(headers: &HeaderMap, clock: &ResponseClock, found: &mut Found<'_>) {
+//!     let number = |name: &str| headers.get(name)?.to_str().ok()?.parse::<u64>().ok();
+//!     if let Some(left) = number("x-quota-left") {
+//!         let mut figures = Figures::new().name("quota").remaining(left);
+//!         if let Some(seconds) = number("x-quota-reset") {
+//!             let reset = UNIX_EPOCH + Duration::from_secs(seconds);
+//!             figures = figures.reset_in(clock.until(reset));
+//!         }
+//!         found.meter(figures);
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), tower_retry_after::BoxError> {
+//! let mut client = ServiceBuilder::new()
+//!     .layer(RateLimitLayer::new().read_headers_with(quota))
+//!     .service_fn(|_: http::Request<String>| async {
+//!         http::Response::builder()
+//!             .header("date", "Tue, 14 Nov 2023 22:13:20 GMT")
+//!             .header("x-quota-left", "12")
+//!             .header("x-quota-reset", "1700000060")
+//!             .body(String::new())
+//!     });
+//!
+//! let request = http::Request::get("https://api.test/items").body(String::new())?;
+//! let response = client.ready().await?.call(request).await?;
+//! let info = response.extensions().get::<RateLimitInfo>().unwrap();
+//! let meter = &info.meters()[0];
+//! assert_eq!((meter.name(), meter.remaining()), (Some("quota"), Some(12)));
+//! // Read against the response's `Date`, whatever the client's clock says.
+//! assert_eq!(meter.reset_in(), Some(Duration::from_secs(60)));
+//! # Ok(())
+//! # }
+//! ```
+
+// Inside: one file per header family, `retry_after` (`Retry-After`, `retry-after-ms`), `ietf`
+// (the `RateLimit` drafts, with `structured` for their structured-field shapes), `x_ratelimit`
+// (`X-RateLimit-*`), `clock` (`Date` and `Age`, against which every time is measured), one per
+// vendor, and `info`, the reading they make together. Everything here is pure: no clock is
+// read, the caller passes the time the response was received on both clocks.
+// `RateLimitInfo::from_headers`, which takes the moment it is called as the receipt, reads
+// tokio's clock at the crate's edge (`receipt`), not here. Only the reader interface is public
+// here; `RateLimitInfo`, `Meter` and `Unit` are the crate root's.
 
 mod anthropic;
 mod atlassian;
@@ -18,8 +82,9 @@ mod github;
 mod gitlab;
 mod hubspot;
 mod ietf;
+pub(crate) mod info;
 mod instant;
-mod meter;
+pub(crate) mod meter;
 mod number;
 mod openai;
 mod reader;
@@ -34,19 +99,13 @@ mod twitter;
 mod x_ratelimit;
 mod zendesk;
 
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
-
-use http::{HeaderMap, StatusCode};
-use smallvec::SmallVec;
-use tokio::time::Instant;
-
 pub use clock::ResponseClock;
-pub use meter::{Meter, Unit};
 pub use reader::{Figures, Found, ReadHeaders};
 
+pub(crate) use info::RateLimitInfo;
+pub(crate) use meter::Unit;
+
 use field::{Fields, Name};
-use reader::Signals;
 
 /// A vendor's reader: the fields that prove its vendor (as a [`Name::mask`]), and what it reads
 /// from a response that carries one of them. Rows run in order, after the IETF and
@@ -83,331 +142,6 @@ const ANY_VENDOR: u64 = {
     }
     bits
 };
-
-/// Everything a response said about the client's rate limits: the server's instruction to wait
-/// ([`retry_after`](RateLimitInfo::retry_after)) and its quota meters
-/// ([`meters`](RateLimitInfo::meters)).
-///
-/// Read with [`RateLimitInfo::from_headers`], or
-/// [`from_headers_at`](RateLimitInfo::from_headers_at) with the receipt taken when the response
-/// arrived. Every format real servers send is read, and every ambiguous case has one answer:
-///
-/// - `Retry-After` as delay-seconds, a decimal (`1.5`), or an HTTP-date in any of its three
-///   forms (here and in `Date`, `UTC` is read as `GMT`); `retry-after-ms`, preferred when
-///   present. Zero, a past date, negative or garbage
-///   values are no instruction; several values give the largest; overflow saturates at 2^31 s.
-/// - the IETF `RateLimit` drafts 01 to 10 (split fields, the draft 07 dictionary, named policies
-///   over several field lines), and `X-RateLimit-*` / `X-Rate-Limit-*`.
-/// - a reset of 1,000,000,000 or more is an epoch timestamp (13 digits: milliseconds), read
-///   against the response's `Date`; smaller values are countdowns from the receipt, shortened
-///   only by the response's `Age` (a `Date` behind the receipt is resolution, transit or clock
-///   skew, not age). A reset that has already passed is unknown, and so is the quota of its
-///   window.
-/// - duplicates that disagree give the most restrictive figure; a figure that is absent, empty,
-///   negative, overflowing or not ASCII digits is `None`, never 0 and never a panic.
-///
-/// # Example
-///
-/// ```
-/// use std::time::{Duration, SystemTime};
-/// use http::HeaderMap;
-/// use tower_retry_after::RateLimitInfo;
-///
-/// let mut headers = HeaderMap::new();
-/// headers.insert("date", "Tue, 14 Nov 2023 22:13:20 GMT".parse().unwrap());
-/// headers.insert("retry-after", "Tue, 14 Nov 2023 22:14:20 GMT".parse().unwrap());
-/// headers.append("ratelimit-policy", r#""hour";q=1000;w=3600"#.parse().unwrap());
-/// headers.append("ratelimit-policy", r#""day";q=5000;w=86400"#.parse().unwrap());
-/// headers.insert("ratelimit", r#""day";r=100;t=36000"#.parse().unwrap());
-///
-/// // The client's clock is 5 s ahead: the date is still read as 60 s after `Date`.
-/// let received = httpdate::parse_http_date("Tue, 14 Nov 2023 22:13:25 GMT").unwrap();
-/// let info = RateLimitInfo::from_headers(&headers, received);
-/// assert_eq!(info.retry_after(), Some(Duration::from_secs(60)));
-///
-/// let names: Vec<_> = info.meters().iter().map(|meter| meter.name()).collect();
-/// assert_eq!(names, [Some("hour"), Some("day")]);
-/// let day = info.binding_meter().unwrap();
-/// assert_eq!(day.name(), Some("day"));
-/// assert_eq!(day.remaining(), Some(100));
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RateLimitInfo {
-    retry_after: Option<Duration>,
-    meters: SmallVec<[Meter; 2]>,
-    read_at: Instant,
-    /// What the server's clock read when it wrote the response, if it said (read only where
-    /// the response has rate-limit fields).
-    server_date: Option<SystemTime>,
-    /// What the response says of the limit it counts against, beyond its figures: rare, so
-    /// boxed, to keep the reading small for the responses that say nothing of it.
-    scope: Option<Box<Scope>>,
-}
-
-/// What a response says of the limit it counts against, beyond its figures.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Scope {
-    /// The server's name for the limit the request counted against, where it keeps several.
-    group: Option<Box<str>>,
-    signals: Signals,
-}
-
-impl RateLimitInfo {
-    /// Reads the rate-limit headers of a response received at `read_at` on tokio's monotonic
-    /// clock, when the wall clock read `now`: [`from_headers`](Self::from_headers) with the
-    /// receipt named by the caller instead of taken when it is called.
-    ///
-    /// Read both clocks once, when the response arrives, and pass them here: every countdown
-    /// is then placed at `read_at` (what [`read_at`](Self::read_at) and each
-    /// [`Meter::read_at`] return), and a response read later, or in a test, is measured from
-    /// its receipt all the same. `now` plays the part it does in `from_headers`: without a
-    /// `Date` header, HTTP-dates and epoch resets are measured against it.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use std::time::{Duration, SystemTime};
-    /// use http::HeaderMap;
-    /// use tokio::time::Instant;
-    /// use tower_retry_after::RateLimitInfo;
-    ///
-    /// let mut headers = HeaderMap::new();
-    /// headers.insert("ratelimit", r#""default";r=0;t=30"#.parse().unwrap());
-    ///
-    /// // Both clocks, read once as the response arrives.
-    /// let (read_at, now) = (Instant::now(), SystemTime::now());
-    /// let info = RateLimitInfo::from_headers_at(&headers, now, read_at);
-    /// assert_eq!(info.read_at(), read_at);
-    /// let reset_at = info.meters()[0].reset_at();
-    /// assert_eq!(reset_at, Some(read_at + Duration::from_secs(30)));
-    /// ```
-    pub fn from_headers_at(headers: &HeaderMap, now: SystemTime, read_at: Instant) -> Self {
-        RateLimitInfo::read(headers, now, read_at, None, &[])
-    }
-
-    /// As [`from_headers_at`](Self::from_headers_at), knowing that the server's clock read at
-    /// least `floor` at receipt, with the user's `readers` after the crate's.
-    pub(crate) fn read(
-        headers: &HeaderMap,
-        now: SystemTime,
-        read_at: Instant,
-        floor: Option<SystemTime>,
-        readers: &[Arc<dyn ReadHeaders>],
-    ) -> Self {
-        let fields = Fields::new(headers);
-        if !fields.has_rate_limit_fields() && readers.is_empty() {
-            return RateLimitInfo {
-                retry_after: None,
-                meters: SmallVec::new(),
-                read_at,
-                server_date: None,
-                scope: None,
-            };
-        }
-        let clock = ResponseClock::read(&fields, now).with_floor(floor);
-        let mut found = Found {
-            retry_after: retry_after::read(&fields, &clock),
-            ..Found::default()
-        };
-        ietf::read(&fields, &clock, &mut found.readings);
-        if let Some(reading) = x_ratelimit::read(&fields, &clock) {
-            found.readings.push(reading);
-        }
-        if fields.carries_any(ANY_VENDOR) {
-            for (mask, read) in VENDORS {
-                if fields.carries_any(mask) {
-                    read(&fields, &clock, &mut found);
-                }
-            }
-        }
-        for reader in readers {
-            reader.read(headers, &clock, &mut found);
-        }
-        let mut meters = SmallVec::new();
-        for reading in found.readings {
-            if let Some(meter) = reading.into_meter(read_at) {
-                meters.push(meter);
-            }
-        }
-        RateLimitInfo {
-            retry_after: found.retry_after,
-            meters,
-            read_at,
-            server_date: clock.server_date(),
-            scope: (found.group.is_some() || found.signals != Signals::default()).then(|| {
-                Box::new(Scope {
-                    group: found.group.map(Box::from),
-                    signals: found.signals,
-                })
-            }),
-        }
-    }
-
-    /// How long the server asked the client to wait, from receipt; `None` if it gave no usable
-    /// instruction (absent, zero, a past date, or not a value `Retry-After` allows).
-    pub fn retry_after(&self) -> Option<Duration> {
-        self.retry_after
-    }
-
-    /// How long the server instructed the client to wait: the later of
-    /// [`retry_after`](RateLimitInfo::retry_after) and the reset of every meter that said it
-    /// is exhausted (the client never retries before any time the server named). `None` when
-    /// the server named neither.
-    ///
-    /// ```
-    /// use std::time::{Duration, SystemTime};
-    /// use http::HeaderMap;
-    /// use tower_retry_after::RateLimitInfo;
-    ///
-    /// let mut headers = HeaderMap::new();
-    /// headers.insert("retry-after", "20".parse().unwrap());
-    /// headers.insert("ratelimit", r#""default";r=0;t=40"#.parse().unwrap());
-    /// let info = RateLimitInfo::from_headers(&headers, SystemTime::now());
-    /// assert_eq!(info.instructed_wait(), Some(Duration::from_secs(40)));
-    /// ```
-    pub fn instructed_wait(&self) -> Option<Duration> {
-        let exhausted_until = self
-            .meters
-            .iter()
-            .filter(|meter| meter.is_exhausted())
-            .filter_map(Meter::reset_in)
-            .max();
-        self.retry_after.max(exhausted_until)
-    }
-
-    /// Every quota the server reported, in the order: the IETF current window, the other IETF
-    /// policies, the `X-RateLimit-*` family.
-    pub fn meters(&self) -> &[Meter] {
-        &self.meters
-    }
-
-    /// The quota closest to running out: a spent one if any (of those, the one that resets
-    /// last), else the lowest remaining count among the meters of requests (counts of other
-    /// units are not comparable with it), else among the rest. `None` when no meter says how
-    /// much is left.
-    pub fn binding_meter(&self) -> Option<&Meter> {
-        self.meters
-            .iter()
-            .filter(|meter| meter.remaining().is_some())
-            .min_by_key(|meter| {
-                (
-                    !meter.is_exhausted(),
-                    meter.unit() != Unit::Requests,
-                    meter.remaining(),
-                    std::cmp::Reverse(meter.reset_in()),
-                )
-            })
-    }
-
-    /// Whether the response said nothing about rate limits.
-    pub fn is_empty(&self) -> bool {
-        self.retry_after.is_none() && self.meters.is_empty() && self.scope.is_none()
-    }
-
-    /// The server's name for the limit this request counted against, where it keeps several
-    /// for one credential: GitHub's `x-ratelimit-resource` (`core`, `search`, `graphql`),
-    /// Discord's `X-RateLimit-Bucket`. The layer gates later calls of the same route by that
-    /// limit alone.
-    ///
-    /// ```
-    /// use std::time::SystemTime;
-    /// use http::HeaderMap;
-    /// use tower_retry_after::RateLimitInfo;
-    ///
-    /// let mut headers = HeaderMap::new();
-    /// headers.insert("x-ratelimit-resource", "search".parse().unwrap());
-    /// headers.insert("x-ratelimit-remaining", "29".parse().unwrap());
-    /// let info = RateLimitInfo::from_headers(&headers, SystemTime::now());
-    /// assert_eq!(info.limit_group(), Some("search"));
-    /// assert_eq!(info.meters()[0].name(), Some("search"));
-    /// ```
-    pub fn limit_group(&self) -> Option<&str> {
-        self.scope.as_ref()?.group.as_deref()
-    }
-
-    /// Whether the refusal holds every limit of the credential, not only the route's
-    /// (Discord's `X-RateLimit-Global: true`, `X-RateLimit-Scope: global`).
-    ///
-    /// ```
-    /// use std::time::SystemTime;
-    /// use http::HeaderMap;
-    /// use tower_retry_after::RateLimitInfo;
-    ///
-    /// let mut headers = HeaderMap::new();
-    /// headers.insert("x-ratelimit-scope", "global".parse().unwrap());
-    /// assert!(RateLimitInfo::from_headers(&headers, SystemTime::now()).is_global());
-    /// ```
-    pub fn is_global(&self) -> bool {
-        self.signals().global
-    }
-
-    /// Whether a response with this `status` and these headers is a rate-limit refusal: any
-    /// 429, and a 403 from a server that answers spent limits with 403 (GitHub, which proves
-    /// itself with `x-ratelimit-resource`, or one a [`ReadHeaders`] vouches for) carrying a
-    /// spent meter or a `Retry-After`. The default policy retries such a 403 as a 429.
-    ///
-    /// ```
-    /// use std::time::SystemTime;
-    /// use http::{HeaderMap, StatusCode};
-    /// use tower_retry_after::RateLimitInfo;
-    ///
-    /// let mut headers = HeaderMap::new();
-    /// headers.insert("x-ratelimit-resource", "core".parse().unwrap());
-    /// headers.insert("x-ratelimit-remaining", "0".parse().unwrap());
-    /// headers.insert("x-ratelimit-reset", "600".parse().unwrap());
-    /// let info = RateLimitInfo::from_headers(&headers, SystemTime::now());
-    /// assert!(info.is_refusal(StatusCode::FORBIDDEN));
-    /// assert!(!info.is_refusal(StatusCode::OK));
-    /// ```
-    pub fn is_refusal(&self, status: StatusCode) -> bool {
-        match status {
-            StatusCode::TOO_MANY_REQUESTS => true,
-            StatusCode::FORBIDDEN => {
-                self.signals().forbidden_is_refusal && self.instructed_wait().is_some()
-            }
-            _ => false,
-        }
-    }
-
-    /// Whether the server refused for too many requests in flight rather than too many in a
-    /// window (Stripe's `Stripe-Rate-Limited-Reason: global-concurrency`). Such a refusal asks
-    /// for fewer requests at once, not for a pause: the layer does not hold the key's other
-    /// calls for it, and the refused call retries after its own backoff.
-    ///
-    /// ```
-    /// use std::time::SystemTime;
-    /// use http::HeaderMap;
-    /// use tower_retry_after::RateLimitInfo;
-    ///
-    /// let mut headers = HeaderMap::new();
-    /// headers.insert("stripe-rate-limited-reason", "global-concurrency".parse().unwrap());
-    /// let info = RateLimitInfo::from_headers(&headers, SystemTime::now());
-    /// assert!(info.is_concurrency_limit());
-    /// assert_eq!(info.retry_after(), None);
-    /// ```
-    pub fn is_concurrency_limit(&self) -> bool {
-        self.signals().concurrency
-    }
-
-    fn signals(&self) -> Signals {
-        self.scope
-            .as_ref()
-            .map_or_else(Signals::default, |scope| scope.signals)
-    }
-
-    /// The response's receipt on the monotonic clock, from which every meter's reset is
-    /// measured: the instant [`from_headers_at`](Self::from_headers_at) was given, or the
-    /// moment [`from_headers`](Self::from_headers) was called. On a response the layer
-    /// returns, the moment that response arrived.
-    pub fn read_at(&self) -> Instant {
-        self.read_at
-    }
-
-    /// What the server's clock read when it wrote the response, if it said.
-    pub(crate) fn server_date(&self) -> Option<SystemTime> {
-        self.server_date
-    }
-}
 
 /// Panics unless the structured-field parser reads `field` exactly as `sfv` does.
 #[cfg(feature = "__fuzzing")]

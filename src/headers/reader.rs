@@ -28,7 +28,8 @@ use super::number::LONGEST;
 /// ```
 /// use std::time::Duration;
 /// use http::HeaderMap;
-/// use tower_retry_after::{Figures, Found, RateLimitLayer, ResponseClock};
+/// use tower_retry_after::RateLimitLayer;
+/// use tower_retry_after::headers::{Figures, Found, ResponseClock};
 ///
 /// // An API that writes its quota as `x-quota-left: 12` and its reset as `x-quota-reset-ms`.
 /// fn quota(headers: &HeaderMap, clock: &ResponseClock, found: &mut Found<'_>) {
@@ -148,7 +149,8 @@ const MOST_NAMED_METERS: usize = 8;
 ///
 /// ```
 /// use std::time::Duration;
-/// use tower_retry_after::{Figures, Unit};
+/// use tower_retry_after::Unit;
+/// use tower_retry_after::headers::Figures;
 ///
 /// let tokens = Figures::new()
 ///     .name("tokens")

@@ -3,7 +3,8 @@
 use http::Response;
 use http::request::Parts;
 
-use super::{BoxError, Outcome};
+use super::Outcome;
+use crate::BoxError;
 
 /// One attempt of a call, as a [`Policy`](super::Policy) sees it: the request, what came back,
 /// and which attempt of the call it was.

@@ -55,6 +55,8 @@ mod transport;
 
 use http::Response;
 
+use crate::BoxError;
+
 pub use and::And;
 pub use attempt::Attempt;
 pub use classify_fn::{ClassifyFn, classify_fn};
@@ -64,9 +66,6 @@ pub use or::Or;
 pub use replay::ReplayBody;
 pub use status::{Behaviour, StatusPolicy};
 pub use transport::is_connect_error;
-
-/// The error type of the layer and of what a policy sees: any error, boxed (tower's convention).
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What an attempt produced: a response, or the inner service's error.
 #[derive(Debug)]

@@ -385,7 +385,7 @@ mod tests {
 
     #[test]
     fn transport_errors_that_are_not_connect_errors_need_idempotency() {
-        let error: super::super::BoxError = "connection reset".into();
+        let error: crate::BoxError = "connection reset".into();
         let policy = StatusPolicy::new();
         assert_eq!(
             verdict::<()>(&policy, &request("GET"), Outcome::Error(&error)),

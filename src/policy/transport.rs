@@ -1,6 +1,6 @@
 //! Transport errors: which ones sent nothing.
 
-use super::BoxError;
+use crate::BoxError;
 
 /// Whether `error` happened while connecting, before any byte of the request was sent: then
 /// retrying cannot run the request twice, whatever its method.
@@ -13,7 +13,8 @@ use super::BoxError;
 /// # Example
 ///
 /// ```
-/// use tower_retry_after::policy::{is_connect_error, BoxError};
+/// use tower_retry_after::BoxError;
+/// use tower_retry_after::policy::is_connect_error;
 ///
 /// let timeout: BoxError = "request timed out".into();
 /// assert!(!is_connect_error(&timeout));

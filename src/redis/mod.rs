@@ -34,7 +34,8 @@ const LINGER: Duration = Duration::from_millis(500);
 /// # Example
 ///
 /// ```no_run
-/// use tower_retry_after::{Gates, RateLimitLayer, RedisStore};
+/// use tower_retry_after::store::RedisStore;
+/// use tower_retry_after::{Gates, RateLimitLayer};
 ///
 /// # #[tokio::main]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -100,7 +101,8 @@ impl RedisStore {
     /// # Example
     ///
     /// ```no_run
-    /// use tower_retry_after::{Gates, RateLimitLayer, RedisStore};
+    /// use tower_retry_after::store::RedisStore;
+    /// use tower_retry_after::{Gates, RateLimitLayer};
     ///
     /// # #[tokio::main]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -142,7 +144,7 @@ impl RedisStore {
     ///
     /// ```no_run
     /// use redis::cluster::ClusterClient;
-    /// use tower_retry_after::RedisStore;
+    /// use tower_retry_after::store::RedisStore;
     ///
     /// # #[tokio::main]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -192,12 +194,13 @@ impl RedisStore {
     /// # Example
     ///
     /// ```
-    /// use tower_retry_after::{Key, RedisStore};
+    /// use tower_retry_after::store::RedisStore;
     ///
     /// # #[tokio::main]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // The limit `Key::named("api")` is kept under `billing:{api}` and `billing:{api}#out`.
     /// let store = RedisStore::open("redis://127.0.0.1:6379/")?.prefix("billing:");
-    /// assert_eq!(store.redis_key(&Key::named("api")), "billing:{api}");
+    /// # let _ = store;
     /// # Ok(())
     /// # }
     /// ```
@@ -219,23 +222,8 @@ impl RedisStore {
     /// refused otherwise) and different limits spread over the nodes. Braces and `%` in the
     /// key are written `%7B`, `%7D`, `%25`, and an empty key `%`: a brace would end the tag
     /// early or leave it empty (Redis then hashes the whole name), and the escape keeps two
-    /// keys' names apart.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use tower_retry_after::{Key, RedisStore};
-    ///
-    /// # #[tokio::main]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let store = RedisStore::open("redis://127.0.0.1:6379/")?.prefix("billing:");
-    /// let api = Key::from_origin("https://api.test")?;
-    /// assert_eq!(store.redis_key(&api), "billing:{https://api.test}");
-    /// assert_eq!(store.redis_key(&Key::named("a}b")), "billing:{a%7Db}");
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn redis_key(&self, key: &Key) -> String {
+    /// keys' names apart. Not public: the layout is the store's to change.
+    fn redis_key(&self, key: &Key) -> String {
         tagged(&self.prefix, &key.to_string())
     }
 
@@ -391,6 +379,16 @@ fn clamp(value: impl TryInto<i64>) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_keys_redis_name_is_the_prefix_then_the_key_as_its_tag() {
+        let store = RedisStore::open("redis://127.0.0.1:6379/")
+            .unwrap()
+            .prefix("billing:");
+        let api = Key::from_origin("https://api.test").unwrap();
+        assert_eq!(store.redis_key(&api), "billing:{https://api.test}");
+        assert_eq!(store.redis_key(&Key::named("a}b")), "billing:{a%7Db}");
+    }
 
     #[test]
     fn a_keys_name_is_its_hash_tag_with_the_braces_escaped() {

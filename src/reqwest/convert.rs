@@ -13,8 +13,9 @@ use std::fmt;
 
 use http::{Extensions, Uri};
 
+use crate::BoxError;
 use crate::Throttled;
-use crate::policy::{BoxError, ReplayBody};
+use crate::policy::ReplayBody;
 use crate::tokens::TokenCost;
 
 /// A reqwest request as [`RateLimitMiddleware`](super::RateLimitMiddleware) carries it through
