@@ -76,14 +76,27 @@ pub(crate) struct Decision {
 }
 
 impl Decision {
+    /// Whether the call takes the wait and tries again: nothing declined it.
+    pub(crate) fn retries(&self) -> bool {
+        self.declined.is_none()
+    }
+
     /// This decision, knowing whether the next attempt's body is in hand: a retry without one
     /// is declined, since the request cannot be sent again.
     pub(crate) fn with_body(self, in_hand: bool) -> Decision {
-        let declined = match self.declined {
-            None if !in_hand => Some(Declined::NotReplayable),
-            declined => declined,
-        };
-        Decision { declined, ..self }
+        if in_hand {
+            self
+        } else {
+            self.declined(Declined::NotReplayable)
+        }
+    }
+
+    /// This decision, declined for `why` unless something declined it already.
+    pub(crate) fn declined(self, why: Declined) -> Decision {
+        Decision {
+            declined: self.declined.or(Some(why)),
+            ..self
+        }
     }
 }
 

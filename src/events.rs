@@ -60,7 +60,7 @@ pub(crate) fn wait_decided(
         cause = cause.map(tracing::field::display),
         wait_ms = millis(decision.wait),
         attempt,
-        will_retry = decision.declined.is_none(),
+        will_retry = decision.retries(),
         declined = decision.declined.map(tracing::field::display),
         "rate-limit wait",
     );
