@@ -49,7 +49,7 @@ FILE_GROUPS=(
     "headers:src/headers/clock.rs src/headers/field.rs src/headers/info.rs src/headers/meter.rs src/headers/mod.rs src/headers/number.rs src/headers/retry_after.rs src/headers/structured.rs src/headers/x_ratelimit.rs"
     "ietf:src/headers/ietf.rs"
     "policy:src/policy/*.rs"
-    "future:src/future.rs"
+    "future:src/future/*.rs"
     "gate:src/gate/mod.rs src/gate/store.rs"
     "key:src/key.rs"
     "rest:src/layer.rs src/service.rs src/throttled.rs src/lib.rs"
