@@ -437,6 +437,10 @@ mod tests {
         let beyond = settings.horizon + SECOND;
         let decision = Budget::default().decide(Action::RateLimited, Some(beyond), &settings, 0.0);
         assert_eq!(decision.declined, Some(Declined::BeyondHorizon));
+        // The horizon itself is within what is remembered: over the cap, not beyond it.
+        let at =
+            Budget::default().decide(Action::RateLimited, Some(settings.horizon), &settings, 0.0);
+        assert_eq!(at.declined, Some(Declined::OverCap));
     }
 
     #[test]
