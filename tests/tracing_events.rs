@@ -436,6 +436,63 @@ async fn the_hook_is_told_each_wait_and_once_per_episode() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_keys_first_call_is_no_episode() {
+    let inner = tower::service_fn(|_request: Request<String>| async {
+        Ok::<_, tower::BoxError>(Response::new(String::new()))
+    });
+    let notices = Arc::new(Mutex::new(Vec::new()));
+    let told = notices.clone();
+    let layer = RateLimitLayer::new().on_rate_limit(move |notice: &Notice<'_>| {
+        told.lock().unwrap().push(format!("{notice:?}"));
+        true
+    });
+    let service = layer.layer(inner);
+    let (events, ()) = events_of(async {
+        let response = service.oneshot(get()).await.unwrap();
+        assert_eq!(response.status(), 200);
+    })
+    .await;
+    // The slow start's first call goes alone, as a probe does, but nothing was closed: nothing
+    // reopens.
+    assert!(
+        named(&events, "rate-limit episode").is_empty(),
+        "{events:?}"
+    );
+    assert!(notices.lock().unwrap().is_empty(), "{notices:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_hook_is_not_asked_about_a_transient_retry() {
+    let received = Arc::new(Mutex::new(0));
+    let counter = received.clone();
+    let inner = tower::service_fn(move |_request: Request<String>| {
+        let counter = counter.clone();
+        async move {
+            let nth = {
+                let mut count = counter.lock().unwrap();
+                *count += 1;
+                *count
+            };
+            let status = if nth == 1 { 503 } else { 200 };
+            let response = Response::builder().status(status).body(String::new());
+            Ok::<_, tower::BoxError>(response.unwrap())
+        }
+    });
+    let notices = Arc::new(Mutex::new(Vec::new()));
+    let told = notices.clone();
+    // A hook that vetoes every wait it is told of: a 503's backoff is not a rate-limited
+    // wait, so it is not told of it, and the GET is retried.
+    let layer = RateLimitLayer::new().on_rate_limit(move |notice: &Notice<'_>| {
+        told.lock().unwrap().push(format!("{notice:?}"));
+        false
+    });
+    let response = layer.layer(inner).oneshot(get()).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(*received.lock().unwrap(), 2, "the 503 and its retry");
+    assert!(notices.lock().unwrap().is_empty(), "{notices:?}");
+}
+
+#[tokio::test(start_paused = true)]
 async fn refusals_that_come_back_together_are_one_episode() {
     let received = Arc::new(Mutex::new(0));
     let inner = tower::service_fn(move |_request: Request<String>| {

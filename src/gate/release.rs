@@ -277,6 +277,12 @@ impl Reopening {
         self.is_probing() && probe == self.probes
     }
 
+    /// Whether the probe owed or out follows a closure or a spent window, as opposed to a key's
+    /// first call: only then does its healthy answer reopen anything.
+    pub(super) fn follows_closure(&self) -> bool {
+        self.cause != Cause::FirstCall
+    }
+
     /// Whether the next request out must probe.
     pub(super) fn owes_probe(&self) -> bool {
         self.phase == Phase::Probe

@@ -265,7 +265,8 @@ impl Gate {
     ) -> Option<Episode> {
         self.returned(admitted);
         let held_before = self.closed(now, Terms::EVERYTHING).is_some();
-        let reopened = self.is_current_probe(admitted) && !report.refused;
+        let reopened =
+            self.is_current_probe(admitted) && !report.refused && self.reopening.follows_closure();
         if self.is_current_probe(admitted) {
             let waiting = self.waiters();
             self.reopening.probe_answered(report.refused, waiting, now);
