@@ -578,3 +578,63 @@ async fn a_timeout_inside_the_layer_is_warned_of_once() {
     assert_eq!(warned.len(), 1, "{events:#?}");
     assert!(warned[0]["message"].contains("put the timeout outside"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_failure_that_is_no_timeout_is_retried_without_the_warning() {
+    let attempts = Arc::new(Mutex::new(0));
+    let counter = attempts.clone();
+    let flaky = tower::service_fn(move |_request: Request<String>| {
+        let counter = counter.clone();
+        async move {
+            let nth = {
+                let mut count = counter.lock().unwrap();
+                *count += 1;
+                *count
+            };
+            if nth == 1 {
+                let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+                return Err::<Response<String>, tower::BoxError>(reset.into());
+            }
+            Ok(Response::new(String::new()))
+        }
+    });
+    let service = RateLimitLayer::new().layer(flaky);
+    let (events, result) = events_of(service.oneshot(get())).await;
+    assert_eq!(result.unwrap().status(), 200);
+    assert_eq!(*attempts.lock().unwrap(), 2, "the reset GET was retried");
+    assert!(warnings(&events).is_empty(), "{events:#?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_hook_is_told_which_attempt_a_wait_comes_before() {
+    let attempts = Arc::new(Mutex::new(0));
+    let counter = attempts.clone();
+    let inner = tower::service_fn(move |_request: Request<String>| {
+        let counter = counter.clone();
+        async move {
+            let nth = {
+                let mut count = counter.lock().unwrap();
+                *count += 1;
+                *count
+            };
+            let response = if nth == 1 {
+                Response::builder().status(429).header("retry-after", "1")
+            } else {
+                Response::builder().status(200)
+            };
+            Ok::<_, tower::BoxError>(response.body(String::new()).unwrap())
+        }
+    });
+    let attempts_told = Arc::new(Mutex::new(Vec::new()));
+    let told = attempts_told.clone();
+    let layer = RateLimitLayer::new().on_rate_limit(move |notice: &Notice<'_>| {
+        if let Notice::Wait { attempt, .. } = notice {
+            told.lock().unwrap().push(*attempt);
+        }
+        true
+    });
+    let response = layer.layer(inner).oneshot(get()).await.unwrap();
+    assert_eq!(response.status(), 200);
+    // The 429 was attempt 1: its wait comes before attempt 2.
+    assert_eq!(*attempts_told.lock().unwrap(), [2]);
+}
