@@ -463,3 +463,34 @@ async fn every_retry_polls_its_service_ready_and_the_first_attempt_uses_the_call
         "one poll_ready per attempt: the caller's for the first, the call's for each retry"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_refusal_the_policy_returns_closes_the_key_with_the_instructions_spread() {
+    use tower_retry_after::policy::{Behaviour, StatusPolicy};
+    use tower_retry_after::{Gates, Key};
+    let inner = tower::service_fn(|_request: Request<String>| async {
+        let response = Response::builder()
+            .status(429)
+            .header("retry-after", "10")
+            .body(String::new())
+            .unwrap();
+        Ok::<_, BoxError>(response)
+    });
+    let gates = Gates::new();
+    let policy = StatusPolicy::new().on(StatusCode::TOO_MANY_REQUESTS, Behaviour::Return);
+    let layer = RateLimitLayer::new()
+        .with_policy(policy)
+        .gates(gates.clone())
+        .jitter_seed(7);
+    let request = Request::get("http://api.test/")
+        .body(String::new())
+        .unwrap();
+    let key = Key::origin(&request.clone().into_parts().0).unwrap();
+    let response = layer.layer(inner).oneshot(request).await.unwrap();
+    assert_eq!(response.status(), 429, "returned, not retried");
+    let closed = gates.snapshot(&key).unwrap().closed_for().unwrap();
+    // Closed as any instruction closes it: never less, plus its share of the spread, so that
+    // the calls it holds do not all leave at the same instant.
+    assert!(closed > Duration::from_secs(10), "{closed:?}");
+    assert!(closed <= Duration::from_secs(11), "{closed:?}");
+}
