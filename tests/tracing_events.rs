@@ -435,6 +435,35 @@ async fn the_hook_is_told_each_wait_and_once_per_episode() {
     assert_eq!(count("Reopened"), 1, "{notices:#?}");
 }
 
+/// A service that answers its `n`th request (from 1) with `answer(n)`, and counts them.
+fn numbered<F>(
+    answer: F,
+) -> (
+    Arc<Mutex<usize>>,
+    impl tower::Service<
+        Request<String>,
+        Response = Response<String>,
+        Error = tower::BoxError,
+        Future = impl Send,
+    > + Clone
+    + Send,
+)
+where
+    F: Fn(usize) -> Result<Response<String>, tower::BoxError> + Clone + Send + 'static,
+{
+    let received = Arc::new(Mutex::new(0));
+    let counter = received.clone();
+    let service = tower::service_fn(move |_request: Request<String>| {
+        let nth = {
+            let mut count = counter.lock().unwrap();
+            *count += 1;
+            *count
+        };
+        std::future::ready(answer(nth))
+    });
+    (received, service)
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_keys_first_call_is_no_episode() {
     let inner = tower::service_fn(|_request: Request<String>| async {
@@ -463,20 +492,12 @@ async fn a_keys_first_call_is_no_episode() {
 
 #[tokio::test(start_paused = true)]
 async fn the_hook_is_not_asked_about_a_transient_retry() {
-    let received = Arc::new(Mutex::new(0));
-    let counter = received.clone();
-    let inner = tower::service_fn(move |_request: Request<String>| {
-        let counter = counter.clone();
-        async move {
-            let nth = {
-                let mut count = counter.lock().unwrap();
-                *count += 1;
-                *count
-            };
-            let status = if nth == 1 { 503 } else { 200 };
-            let response = Response::builder().status(status).body(String::new());
-            Ok::<_, tower::BoxError>(response.unwrap())
-        }
+    let (received, inner) = numbered(|nth| {
+        let status = if nth == 1 { 503 } else { 200 };
+        Ok(Response::builder()
+            .status(status)
+            .body(String::new())
+            .unwrap())
     });
     let notices = Arc::new(Mutex::new(Vec::new()));
     let told = notices.clone();
@@ -581,22 +602,12 @@ async fn a_timeout_inside_the_layer_is_warned_of_once() {
 
 #[tokio::test(start_paused = true)]
 async fn a_failure_that_is_no_timeout_is_retried_without_the_warning() {
-    let attempts = Arc::new(Mutex::new(0));
-    let counter = attempts.clone();
-    let flaky = tower::service_fn(move |_request: Request<String>| {
-        let counter = counter.clone();
-        async move {
-            let nth = {
-                let mut count = counter.lock().unwrap();
-                *count += 1;
-                *count
-            };
-            if nth == 1 {
-                let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
-                return Err::<Response<String>, tower::BoxError>(reset.into());
-            }
-            Ok(Response::new(String::new()))
+    let (attempts, flaky) = numbered(|nth| {
+        if nth == 1 {
+            let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+            return Err(reset.into());
         }
+        Ok(Response::new(String::new()))
     });
     let service = RateLimitLayer::new().layer(flaky);
     let (events, result) = events_of(service.oneshot(get())).await;
@@ -607,23 +618,13 @@ async fn a_failure_that_is_no_timeout_is_retried_without_the_warning() {
 
 #[tokio::test(start_paused = true)]
 async fn the_hook_is_told_which_attempt_a_wait_comes_before() {
-    let attempts = Arc::new(Mutex::new(0));
-    let counter = attempts.clone();
-    let inner = tower::service_fn(move |_request: Request<String>| {
-        let counter = counter.clone();
-        async move {
-            let nth = {
-                let mut count = counter.lock().unwrap();
-                *count += 1;
-                *count
-            };
-            let response = if nth == 1 {
-                Response::builder().status(429).header("retry-after", "1")
-            } else {
-                Response::builder().status(200)
-            };
-            Ok::<_, tower::BoxError>(response.body(String::new()).unwrap())
-        }
+    let (_, inner) = numbered(|nth| {
+        let response = if nth == 1 {
+            Response::builder().status(429).header("retry-after", "1")
+        } else {
+            Response::builder().status(200)
+        };
+        Ok(response.body(String::new()).unwrap())
     });
     let attempts_told = Arc::new(Mutex::new(Vec::new()));
     let told = attempts_told.clone();
