@@ -17,6 +17,7 @@
 
 mod answer;
 mod call;
+mod closure;
 mod learned;
 mod ledger;
 mod memory;
@@ -34,6 +35,7 @@ mod terms;
 mod ticket;
 mod time;
 mod tokens;
+mod window;
 
 use std::sync::Arc;
 use std::time::Duration;

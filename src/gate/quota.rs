@@ -26,6 +26,16 @@ impl<T> Quota<T> {
     }
 }
 
+impl<T: Copy> Quota<T> {
+    /// The reset of a window whose every unit left is taken by one of `in_flight` requests
+    /// still out. Their answers may give some back (they come back in any order, so the
+    /// lowest figure can run ahead of them): the gate waits for them, or for the reset,
+    /// whichever comes first; it does not close.
+    pub(super) fn all_out_until(&self, in_flight: u32) -> Option<T> {
+        (self.remaining <= u64::from(in_flight)).then_some(self.reset_at)
+    }
+}
+
 /// What is known after `reported` is folded into `known`, a quota still current;
 /// `newer` when the report was let through after the closure that `known` preceded. `None`:
 /// the report changes nothing.

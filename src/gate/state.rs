@@ -2,8 +2,8 @@
 //! back (`take_wakes`) so that they are called after the registry's lock is released.
 //!
 //! Invariants, each with the rule it serves:
-//! - `closed_until` only ever moves later: a shorter instruction arriving while a longer one
-//!   is in force changes nothing (never brought forward).
+//! - The closure only ever moves later: a shorter instruction arriving while a longer one is
+//!   in force changes nothing (never brought forward).
 //! - Calls leave in arrival order; a new one never overtakes a waiter. Calls whose layer does
 //!   not respect the quota wait in a queue of their own, held only by a 429's closure and the
 //!   reopening after it, never by a quota, a spent window or a pace: off means off.
@@ -24,14 +24,16 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::answer::{Admission, Arrival, Closed, Episode, Hold, Look};
+use super::closure::Closure;
 use super::learned::Learning;
 use super::queue::Queue;
-use super::quota::{Quota, fold};
+use super::quota::Quota;
 use super::release::{Release, Reopening};
 use super::report::Report;
 use super::terms::Terms;
 use super::time::{ServerClock, after};
 use super::tokens::TokenMeters;
+use super::window::ReportedWindow;
 use crate::throttled::HeldBy;
 
 /// How long a gate that owes a probe is remembered after its closure ended, with nobody
@@ -41,24 +43,12 @@ const PROBE_MEMORY: Duration = Duration::from_secs(60);
 /// The state of one key's gate.
 #[derive(Default)]
 pub(crate) struct Gate {
-    closed_until: Option<Instant>,
-    /// What set `closed_until`.
-    closed_by: Option<HeldBy>,
-    quota: Option<Quota>,
-    /// The meter `quota` was reported by, as it holds calls once spent.
-    quota_by: Option<HeldBy>,
+    closure: Closure,
+    window: ReportedWindow,
     in_flight: u32,
     reopening: Reopening,
-    /// Counts closures: requests let through carry the epoch they went in.
+    /// Requests let through carry the epoch they went in (see [`begin_epoch`](Self::begin_epoch)).
     epoch: u64,
-    /// The epoch of the request whose answer gave `quota`.
-    quota_epoch: u64,
-    /// The whole quota of a window, where the server gave it: what a reset restores.
-    limit: Option<u64>,
-    /// When the current window's quota was first reported.
-    quota_since: Option<Instant>,
-    /// `quota` is what the last reset restored, not a report: the next report replaces it.
-    restored: bool,
     /// What the server accepts where it publishes no quota.
     learning: Learning,
     /// The tightest bound of the server's clock its responses gave.
@@ -108,10 +98,8 @@ impl Gate {
     /// closure or the spent window, whichever ends later (for a call that does not respect
     /// the quota, only the closure).
     pub(crate) fn closed(&self, now: Instant, terms: Terms) -> Option<Closed> {
-        let closure = self
-            .closed_until
-            .map(|until| (until, self.closed_by.unwrap_or(HeldBy::Queue)));
-        closure
+        self.closure
+            .held()
             .into_iter()
             .chain(self.spent(now, terms))
             .filter(|(until, _)| *until > now)
@@ -190,10 +178,10 @@ impl Gate {
     /// the pace of those ahead. `None` if it is not waiting.
     pub(crate) fn estimate(&self, now: Instant, id: u64, terms: Terms) -> Option<Duration> {
         let ahead = u32::try_from(self.waiting(terms.metered).position(id)?).unwrap_or(u32::MAX);
-        let mut at = self.closed_until.map_or(now, |until| until.max(now));
+        let mut at = self.closure.until().map_or(now, |until| until.max(now));
         let quota = self.quota_within(at, terms);
-        if let Some(quota) = quota.filter(|quota| quota.remaining <= u64::from(self.in_flight)) {
-            at = at.max(quota.reset_at);
+        if let Some(reset_at) = quota.and_then(|quota| quota.all_out_until(self.in_flight)) {
+            at = at.max(reset_at);
         }
         let quota_known = self.quota_within(at, terms).is_some();
         let (head, step) = self.reopening.schedule(at, quota_known, terms);
@@ -327,12 +315,13 @@ impl Gate {
     pub(crate) fn is_idle(&self, now: Instant) -> bool {
         let probe_owed = self.reopening.owes_probe()
             && self
-                .closed_until
+                .closure
+                .until()
                 .is_some_and(|until| until + PROBE_MEMORY > now);
         self.waiters() == 0
             && self.in_flight == 0
-            && self.closed_until.is_none_or(|until| until <= now)
-            && self.quota.is_none_or(|quota| quota.reset_at <= now)
+            && self.closure.in_force(now).is_none()
+            && self.window.quota(now).is_none()
             && self.learning.quota(now).is_none()
             && !self.tokens.is_known(now)
             && !self.reopening.is_probing()
@@ -360,7 +349,7 @@ impl Gate {
 
     /// The quota as last reported, while its window lasts.
     pub(crate) fn quota(&self, now: Instant) -> Option<Quota> {
-        self.quota.filter(|quota| quota.reset_at > now)
+        self.window.quota(now)
     }
 
     /// Learns from what the server accepted and refused, while it publishes no quota.
@@ -398,38 +387,11 @@ impl Gate {
             self.close_until(until, report.closed_by.unwrap_or(HeldBy::Fleet));
         }
         if let Some(quota) = report.quota.filter(|quota| quota.reset_at > now) {
-            self.limit = report.limit.or(self.limit);
-            self.learn_quota(quota, epoch, now);
-            if quota.is_spent() && self.quota.is_some_and(|known| known.is_spent()) {
-                self.quota_by = report.quota_by;
-            }
+            self.window
+                .report(quota, report.limit, report.quota_by, epoch, now);
         }
         if let Some(pace) = report.pace {
             self.reopening.pace(pace);
-        }
-    }
-
-    /// Folds in a quota reported by a request let through in `epoch`: a report from before
-    /// the quota's epoch (a straggler from a window already over) is ignored.
-    fn learn_quota(&mut self, quota: Quota, epoch: u64, now: Instant) {
-        let Some(known) = self.quota(now) else {
-            self.quota = Some(quota);
-            self.quota_epoch = epoch;
-            self.quota_since = Some(now);
-            self.restored = false;
-            return;
-        };
-        if epoch < self.quota_epoch {
-            return;
-        }
-        if std::mem::take(&mut self.restored) {
-            self.quota = Some(quota);
-            self.quota_epoch = epoch;
-            return;
-        }
-        if let Some(folded) = fold(known, quota, epoch > self.quota_epoch) {
-            self.quota = Some(folded);
-            self.quota_epoch = epoch;
         }
     }
 
@@ -437,12 +399,16 @@ impl Gate {
     /// the reopening later owes a probe, and what was let through before speaks of another
     /// epoch.
     fn close_until(&mut self, until: Instant, by: HeldBy) {
-        if Some(until) > self.closed_until {
-            self.closed_until = Some(until);
-            self.closed_by = Some(by);
+        if self.closure.extend(until, by) {
             self.reopening.closed();
-            self.epoch += 1;
+            self.begin_epoch();
         }
+    }
+
+    /// What was let through before now speaks of another window: a closure moved the
+    /// reopening later, or a window (reported or learned) reset.
+    fn begin_epoch(&mut self) {
+        self.epoch += 1;
     }
 
     /// The quota that holds a call with `terms`: as last reported, or else as learned, for a
@@ -464,43 +430,15 @@ impl Gate {
     fn spent(&self, now: Instant, terms: Terms) -> Option<(Instant, HeldBy)> {
         let quota = self.quota_within(now, terms).filter(Quota::is_spent)?;
         let by = match self.quota(now) {
-            Some(_) => self.quota_by.unwrap_or(HeldBy::Fleet),
+            Some(_) => self.window.spent_by().unwrap_or(HeldBy::Fleet),
             None => HeldBy::LearnedLimit,
         };
         Some((quota.reset_at, by))
     }
 
-    /// A spent window `over` has reset at `now`. Where the server gave its whole quota, the
-    /// reset restores it: it goes at once, no more, until the first answer says what is left
-    /// (a reset is never early, so the new window has it all). Otherwise the new window's
-    /// first request probes. The restored window is taken to last as long as the one before
-    /// did from its first report; answers replace it long before.
-    fn restore(&mut self, over: Quota, now: Instant) {
-        match (self.limit.filter(|limit| *limit > 0), self.quota_since) {
-            (Some(limit), Some(since)) => {
-                self.quota = Some(Quota {
-                    remaining: limit,
-                    reset_at: now + over.reset_at.saturating_duration_since(since),
-                });
-                self.quota_epoch = self.epoch;
-                self.quota_since = Some(now);
-                self.restored = true;
-            }
-            _ => self.reopening.window_reset(),
-        }
-    }
-
-    /// The reset of a window whose every unit the server said remains is taken by a request
-    /// still out. Their answers may give some back (they come back in any order, so the
-    /// lowest figure can run ahead of them): the gate waits for them, or for the reset,
-    /// whichever comes first; it does not close.
-    fn all_out_until(&self, quota: Quota) -> Option<Instant> {
-        (quota.remaining <= u64::from(self.in_flight)).then_some(quota.reset_at)
-    }
-
     /// Whether the next request of a call with `terms` may go now, and on what terms.
     fn release(&mut self, now: Instant, terms: Terms) -> Release {
-        if let Some(until) = self.closed_until.filter(|until| *until > now) {
+        if let Some(until) = self.closure.in_force(now) {
             return Release::At(until);
         }
         if terms.learned
@@ -508,27 +446,26 @@ impl Gate {
             && self.learning.reopened(now, terms.cap)
         {
             self.reopening.restored();
-            self.epoch += 1;
+            self.begin_epoch();
         }
-        if let Some(over) = self.quota.filter(|quota| quota.reset_at <= now) {
-            self.quota = None;
-            if over.is_spent() {
-                self.epoch += 1;
-                self.restore(over, now);
+        if let Some(over) = self.window.take_over(now).filter(Quota::is_spent) {
+            self.begin_epoch();
+            if !self.window.restore(over, self.epoch, now) {
+                self.reopening.window_reset();
             }
         }
         if self.learning.spent_window_over(now) {
             // A learned window whose quota went out is over, and its length is a guess: the
             // next request probes the new one, as after a spent window the server reported.
             self.reopening.window_reset();
-            self.epoch += 1;
+            self.begin_epoch();
         }
         let quota = self.quota_within(now, terms);
         if let Some(quota) = quota {
             if quota.is_spent() {
                 return Release::At(quota.reset_at);
             }
-            if let Some(reset_at) = self.all_out_until(quota) {
+            if let Some(reset_at) = quota.all_out_until(self.in_flight) {
                 return Release::At(reset_at);
             }
         }
