@@ -1,4 +1,5 @@
-//! A key's closure: until when every call waits, and what set it. Pure.
+//! A key's closure: until when every call waits, and what set it. Pure, generic over the clock:
+//! a gate's monotonic one, a shared store's wall clock.
 //!
 //! It only ever moves later: a shorter instruction arriving while a longer one is in force
 //! changes nothing (never brought forward).
@@ -7,17 +8,26 @@ use tokio::time::Instant;
 
 use crate::throttled::HeldBy;
 
-/// Until when a key is closed, and by what.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Closure {
-    until: Option<Instant>,
+/// Until when a key is closed (an instant on the clock `T`), and by what.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Closure<T = Instant> {
+    until: Option<T>,
     by: Option<HeldBy>,
 }
 
-impl Closure {
+impl<T> Default for Closure<T> {
+    fn default() -> Self {
+        Closure {
+            until: None,
+            by: None,
+        }
+    }
+}
+
+impl<T: Copy + Ord> Closure<T> {
     /// Closes until `until`, set by `by`, unless closed longer already: whether it moved the
     /// end later.
-    pub(super) fn extend(&mut self, until: Instant, by: HeldBy) -> bool {
+    pub(super) fn extend(&mut self, until: T, by: HeldBy) -> bool {
         let later = Some(until) > self.until;
         if later {
             self.until = Some(until);
@@ -27,17 +37,17 @@ impl Closure {
     }
 
     /// The end of the closure, past or not.
-    pub(super) fn until(&self) -> Option<Instant> {
+    pub(super) fn until(&self) -> Option<T> {
         self.until
     }
 
     /// The end of the closure, if it is in force at `now`.
-    pub(super) fn in_force(&self, now: Instant) -> Option<Instant> {
+    pub(super) fn in_force(&self, now: T) -> Option<T> {
         self.until.filter(|until| *until > now)
     }
 
     /// The end of the closure, past or not, and what set it.
-    pub(super) fn held(&self) -> Option<(Instant, HeldBy)> {
+    pub(super) fn held(&self) -> Option<(T, HeldBy)> {
         self.until
             .map(|until| (until, self.by.unwrap_or(HeldBy::Queue)))
     }

@@ -5,8 +5,10 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
+use super::closure::Closure;
 use super::quota::{Quota, fold};
 use super::store::{Reservation, Ticket, Window};
+use crate::throttled::HeldBy;
 
 /// How long a call held by a restored window that is all reserved waits before it asks again:
 /// the answers to the reserved requests, a round trip away, say what the new window holds.
@@ -28,7 +30,7 @@ pub(crate) const OUT_AT_MOST: Duration = Duration::from_secs(60);
 /// One key's shared state.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Ledger {
-    closed_until: Option<SystemTime>,
+    closure: Closure<SystemTime>,
     /// The quota of the current window, as the lowest report said.
     quota: Option<Quota<SystemTime>>,
     /// The requests reserved and not yet answered, by ticket, with when they stop counting.
@@ -91,7 +93,7 @@ impl Ledger {
     /// What is known of the key at `now`, to hold a process's own calls by.
     pub(crate) fn window(&self, now: SystemTime) -> Window {
         Window {
-            closed_until: self.closed_until.filter(|until| *until > now),
+            closed_until: self.closure.in_force(now),
             quota: self
                 .available()
                 .filter(|quota| quota.reset_at > now && !self.restored)
@@ -102,7 +104,7 @@ impl Ledger {
 
     /// Whether anything is left to say at `now`.
     pub(crate) fn is_current(&self, now: SystemTime) -> bool {
-        self.closed_until.is_some_and(|until| until > now)
+        self.closure.in_force(now).is_some()
             || self.quota.is_some_and(|quota| quota.reset_at > now)
             || self.out.values().any(|until| *until > now)
             || self
@@ -116,7 +118,7 @@ impl Ledger {
     /// until its reset. A spent window whose reset has passed restores the whole quota, where
     /// the server gave it, so that the processes together send no more than it at the reset.
     pub(crate) fn reserve(&mut self, now: SystemTime, metered: bool) -> Reservation {
-        if let Some(until) = self.closed_until.filter(|until| *until > now) {
+        if let Some(until) = self.closure.in_force(now) {
             return Reservation::NotBefore {
                 until,
                 window: self.window(now),
@@ -266,7 +268,7 @@ impl Ledger {
             if self.quota.is_none() && window.quota.is_none() {
                 self.refusal(until, ticket);
             }
-            self.closed_until = self.closed_until.max(Some(until));
+            self.closure.extend(until, HeldBy::Fleet);
         }
         self.limit = window.limit.or(self.limit);
         let Some((remaining, reset_at)) = window.quota.filter(|(_, reset)| *reset > now) else {
