@@ -83,8 +83,6 @@ pub(super) enum Release {
 pub(super) struct Reopening {
     phase: Phase,
     cause: Cause,
-    /// Whether the probe after the last closure came back healthy: the release has begun.
-    releasing: bool,
     /// The calls still to leave under the release's rules before the gate opens.
     backlog: usize,
     /// With nothing known of the rate, how many requests may be out during the release.
@@ -150,7 +148,6 @@ impl Reopening {
     fn owe_probe(&mut self, cause: Cause) {
         self.phase = Phase::Probe;
         self.cause = cause;
-        self.releasing = false;
         self.backlog = 0;
         self.ramp = 1;
     }
@@ -216,7 +213,7 @@ impl Reopening {
             return None;
         }
         self.last_release = Some(now);
-        if self.releasing {
+        if self.phase == Phase::Releasing {
             self.backlog = self.backlog.saturating_sub(1);
         }
         if probe {
@@ -249,11 +246,8 @@ impl Reopening {
             self.phase = Phase::Probe;
             return;
         }
-        if !self.releasing {
-            // The first healthy answer after the closure: who waits now is the backlog.
-            self.releasing = true;
-            self.backlog = waiting;
-        }
+        // The healthy answer the release waited for: who waits now is the backlog.
+        self.backlog = waiting;
         self.phase = if self.backlog == 0 {
             Phase::Open
         } else {
