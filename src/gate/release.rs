@@ -38,10 +38,11 @@ enum Phase {
     Open,
     /// The gate was closed: the next request out is a probe.
     Probe,
-    /// A probe is out: nothing else goes until it comes back.
-    Probing,
-    /// The probe came back healthy: the backlog leaves, paced.
-    Releasing,
+    /// A probe is out, sent at `sent`: nothing else goes until it comes back.
+    Probing { sent: Instant },
+    /// The probe came back healthy: the backlog leaves, paced; `backlog` calls are still to
+    /// leave under the release's rules before the gate opens.
+    Releasing { backlog: usize },
 }
 
 /// What the probe owed or out follows, which decides whom it holds.
@@ -83,16 +84,12 @@ pub(super) enum Release {
 pub(super) struct Reopening {
     phase: Phase,
     cause: Cause,
-    /// The calls still to leave under the release's rules before the gate opens.
-    backlog: usize,
     /// With nothing known of the rate, how many requests may be out during the release.
     ramp: u32,
     last_release: Option<Instant>,
     pace: Option<Pace>,
     /// How many probes have gone: the last of them is the one out while probing.
     probes: u64,
-    /// When the last probe went.
-    probe_sent: Option<Instant>,
     /// How long the last probe took to come back: the time each release takes when the rate
     /// is unknown.
     round_trip: Duration,
@@ -111,7 +108,7 @@ impl Reopening {
 
     /// A request let out during the release was refused: the next one probes again.
     pub(super) fn refused(&mut self) {
-        if self.phase == Phase::Releasing {
+        if matches!(self.phase, Phase::Releasing { .. }) {
             self.owe_probe(self.cause);
         }
     }
@@ -125,7 +122,7 @@ impl Reopening {
     /// next request that respects the quota probes the new window.
     pub(super) fn window_reset(&mut self) {
         let refusal_probe = matches!(self.cause, Cause::Refusal | Cause::Restored)
-            && matches!(self.phase, Phase::Probe | Phase::Probing);
+            && matches!(self.phase, Phase::Probe | Phase::Probing { .. });
         if !refusal_probe {
             self.owe_probe(Cause::SpentWindow);
         }
@@ -148,7 +145,6 @@ impl Reopening {
     fn owe_probe(&mut self, cause: Cause) {
         self.phase = Phase::Probe;
         self.cause = cause;
-        self.backlog = 0;
         self.ramp = 1;
     }
 
@@ -177,14 +173,14 @@ impl Reopening {
         }
         match self.phase {
             // Until the probe comes back, or the call's time for it is up: then it probes.
-            Phase::Probing => match self.probe_deadline(terms) {
-                Some(deadline) if deadline > now => Release::At(deadline),
+            Phase::Probing { sent } => match after(sent, terms.probe_timeout) {
+                deadline if deadline > now => Release::At(deadline),
                 _ => Release::Go { probe: true },
             },
             Phase::Probe => Release::Go { probe: true },
             Phase::Open => Release::Go { probe: false },
-            Phase::Releasing if quota_known => Release::Go { probe: false },
-            Phase::Releasing => {
+            Phase::Releasing { .. } if quota_known => Release::Go { probe: false },
+            Phase::Releasing { .. } => {
                 // At its policy's rate; or, knowing nothing, on the ramp: an answer lets the
                 // next one out.
                 let pace = self.pace_for(now, terms);
@@ -213,33 +209,34 @@ impl Reopening {
             return None;
         }
         self.last_release = Some(now);
-        if self.phase == Phase::Releasing {
-            self.backlog = self.backlog.saturating_sub(1);
-        }
         if probe {
-            self.phase = Phase::Probing;
+            self.phase = Phase::Probing { sent: now };
             self.probes += 1;
-            self.probe_sent = Some(now);
             return Some(self.probes);
         }
-        if self.backlog == 0 {
-            self.phase = Phase::Open;
-        }
+        self.phase = match self.phase {
+            Phase::Releasing { backlog } if backlog > 1 => Phase::Releasing {
+                backlog: backlog - 1,
+            },
+            _ => Phase::Open,
+        };
         None
     }
 
     /// Waiters left (dropped, or out of budget): `waiting` remain. The release ends when the
     /// calls it releases are gone, whichever way they went.
     pub(super) fn left(&mut self, waiting: usize) {
-        self.backlog = self.backlog.min(waiting);
-        if self.phase == Phase::Releasing && self.backlog == 0 {
-            self.phase = Phase::Open;
+        if let Phase::Releasing { backlog } = self.phase {
+            self.phase = match backlog.min(waiting) {
+                0 => Phase::Open,
+                backlog => Phase::Releasing { backlog },
+            };
         }
     }
 
     /// The probe out came back at `now`: refused, or healthy with `waiting` calls behind it.
     pub(super) fn probe_answered(&mut self, refused: bool, waiting: usize, now: Instant) {
-        if let Some(sent) = self.probe_sent {
+        if let Phase::Probing { sent } = self.phase {
             self.round_trip = now.saturating_duration_since(sent);
         }
         if refused {
@@ -247,11 +244,9 @@ impl Reopening {
             return;
         }
         // The healthy answer the release waited for: who waits now is the backlog.
-        self.backlog = waiting;
-        self.phase = if self.backlog == 0 {
-            Phase::Open
-        } else {
-            Phase::Releasing
+        self.phase = match waiting {
+            0 => Phase::Open,
+            backlog => Phase::Releasing { backlog },
         };
     }
 
@@ -263,7 +258,7 @@ impl Reopening {
 
     /// Whether a probe is out.
     pub(super) fn is_probing(&self) -> bool {
-        self.phase == Phase::Probing
+        matches!(self.phase, Phase::Probing { .. })
     }
 
     /// Whether `probe` is the probe out: the last to go, still unanswered.
@@ -309,13 +304,9 @@ impl Reopening {
         match self.phase {
             Phase::Open => (at, Duration::ZERO),
             Phase::Probe => (at, step),
-            Phase::Probing => (
-                self.probe_deadline(terms)
-                    .map_or(at, |deadline| deadline.max(at)),
-                step,
-            ),
-            Phase::Releasing if quota_known => (at, Duration::ZERO),
-            Phase::Releasing => (after_last(pace.unwrap_or(SPACING)), step),
+            Phase::Probing { sent } => (after(sent, terms.probe_timeout).max(at), step),
+            Phase::Releasing { .. } if quota_known => (at, Duration::ZERO),
+            Phase::Releasing { .. } => (after_last(pace.unwrap_or(SPACING)), step),
         }
     }
 
@@ -331,10 +322,5 @@ impl Reopening {
         self.pace
             .filter(|pace| terms.metered && pace.until > now && pace.window <= terms.cap)
             .map(|pace| pace.interval.max(SPACING))
-    }
-
-    /// When the probe out stops holding a call with `terms`.
-    fn probe_deadline(&self, terms: Terms) -> Option<Instant> {
-        self.probe_sent.map(|sent| after(sent, terms.probe_timeout))
     }
 }
