@@ -10,6 +10,7 @@ use tokio::time::Instant;
 
 use super::Gates;
 use super::answer::{Admission, Arrival};
+use super::pass::{Pass, Place};
 use super::quota::Quota;
 use super::release::Pace;
 use super::report::Report;
@@ -18,7 +19,6 @@ use super::shared::Reserving;
 use super::state::Gate;
 use super::store::Window;
 use super::terms::Terms;
-use super::ticket::{Pass, Place};
 use super::time::{ServerClock, after};
 use super::tokens::TokenMeters;
 use crate::budget::Answer;

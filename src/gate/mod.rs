@@ -21,6 +21,7 @@ mod closure;
 mod learned;
 mod ledger;
 mod memory;
+mod pass;
 mod queue;
 mod quota;
 mod registry;
@@ -32,7 +33,6 @@ mod snapshot;
 mod state;
 mod store;
 mod terms;
-mod ticket;
 mod time;
 mod tokens;
 mod window;
@@ -47,10 +47,10 @@ pub(crate) use call::{Call, Entered, Said};
 #[cfg(feature = "redis")]
 pub(crate) use ledger::{LOOK_AGAIN, OUT_AT_MOST};
 pub use memory::MemoryStore;
+pub(crate) use pass::{Held, NotYet, Pass, Place, Retry};
 pub(crate) use shared::Reserving;
 pub use snapshot::GateSnapshot;
 pub use store::{Reservation, StoreError, StoreFuture, Ticket, Window, WindowStore};
-pub(crate) use ticket::{Held, NotYet, Pass, Place, Retry};
 pub(crate) use time::after;
 
 use crate::key::Key;

@@ -38,11 +38,12 @@ pub(super) struct Routes {
     /// Whether any route is known: most servers name no limit, and their calls then skip the
     /// lock.
     any: AtomicBool,
-    table: Mutex<Table>,
+    table: Mutex<RoutesByKey>,
 }
 
+/// Every key's routes, and how many there are in all.
 #[derive(Default)]
-struct Table {
+struct RoutesByKey {
     by_key: HashMap<Key, KeyRoutes, BuildKeyHasher>,
     len: usize,
 }
@@ -125,7 +126,7 @@ impl Routes {
     /// Remembers that requests on `route` of `key` count against `group`.
     pub(super) fn learn(&self, key: &Key, route: &str, group: &str) {
         let mut table = self.lock();
-        let Table { by_key, len } = &mut *table;
+        let RoutesByKey { by_key, len } = &mut *table;
         let known_key = by_key.contains_key(key);
         if !known_key && *len >= MOST_ROUTES {
             return;
@@ -143,7 +144,7 @@ impl Routes {
         self.any.store(true, Ordering::Relaxed);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, RoutesByKey> {
         self.table
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())

@@ -1,4 +1,4 @@
-//! The two tickets a call holds at its gate: a [`Pass`] while its request is out, a [`Place`]
+//! What a call holds at its gate: a [`Pass`] while its request is out, a [`Place`]
 //! while it waits. Each gives back what it holds when dropped, so a call cancelled at any point
 //! leaves no waiter and no request counted in flight.
 
