@@ -105,3 +105,112 @@ impl ReportedWindow {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use http::StatusCode;
+
+    use super::*;
+    use crate::headers::Unit;
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    fn spent_by(unit: Unit) -> Option<HeldBy> {
+        Some(HeldBy::SpentMeter {
+            status: StatusCode::TOO_MANY_REQUESTS,
+            unit,
+        })
+    }
+
+    fn quota(remaining: u64, reset_at: Instant) -> Quota {
+        Quota {
+            remaining,
+            reset_at,
+        }
+    }
+
+    #[test]
+    fn a_spent_window_keeps_the_meter_that_spent_it_when_another_with_room_reports() {
+        let now = Instant::now();
+        let mut window = ReportedWindow::default();
+        window.report(
+            quota(0, now + 60 * SECOND),
+            None,
+            spent_by(Unit::Requests),
+            0,
+            now,
+        );
+        // A longer meter with room: the hold stays, and so does what set it.
+        window.report(
+            quota(9, now + 3600 * SECOND),
+            None,
+            spent_by(Unit::Tokens),
+            0,
+            now,
+        );
+        assert_eq!(window.quota(now), Some(quota(0, now + 60 * SECOND)));
+        assert_eq!(window.spent_by(), spent_by(Unit::Requests));
+        // A window with room is named by no meter: a spent report names its own.
+        let mut open = ReportedWindow::default();
+        open.report(
+            quota(5, now + 60 * SECOND),
+            None,
+            spent_by(Unit::Requests),
+            0,
+            now,
+        );
+        assert_eq!(open.spent_by(), None);
+        open.report(
+            quota(0, now + 60 * SECOND),
+            None,
+            spent_by(Unit::Tokens),
+            0,
+            now,
+        );
+        assert_eq!(open.spent_by(), spent_by(Unit::Tokens));
+    }
+
+    #[test]
+    fn a_spent_window_restores_its_whole_quota_for_as_long_as_it_lasted() {
+        let now = Instant::now();
+        let mut window = ReportedWindow::default();
+        window.report(quota(3, now + 10 * SECOND), Some(20), None, 0, now);
+        window.report(quota(0, now + 10 * SECOND), None, None, 0, now + SECOND);
+        assert_eq!(window.take_over(now + 9 * SECOND), None, "not over yet");
+        let reset = now + 10 * SECOND;
+        let over = window.take_over(reset).expect("over at its reset");
+        assert!(over.is_spent());
+        assert_eq!(window.quota(reset), None, "forgotten once over");
+        assert!(window.restore(over, 1, reset));
+        assert_eq!(window.quota(reset), Some(quota(20, reset + 10 * SECOND)));
+        // The next report replaces what the reset restored, where a fold would keep the
+        // earlier reset of one window.
+        window.report(quota(19, reset + 11 * SECOND), None, None, 1, reset);
+        assert_eq!(window.quota(reset), Some(quota(19, reset + 11 * SECOND)));
+    }
+
+    #[test]
+    fn without_the_whole_quota_a_reset_restores_nothing() {
+        let now = Instant::now();
+        for limit in [None, Some(0)] {
+            let mut window = ReportedWindow::default();
+            window.report(quota(0, now + SECOND), limit, None, 0, now);
+            let over = window.take_over(now + SECOND).unwrap();
+            assert!(!window.restore(over, 1, now + SECOND), "{limit:?}");
+            assert_eq!(window.quota(now + SECOND), None);
+        }
+    }
+
+    #[test]
+    fn a_report_from_before_the_windows_epoch_is_ignored() {
+        let now = Instant::now();
+        let mut window = ReportedWindow::default();
+        window.report(quota(5, now + SECOND), None, None, 2, now);
+        window.report(quota(1, now + SECOND), None, None, 1, now);
+        assert_eq!(window.quota(now), Some(quota(5, now + SECOND)));
+        window.report(quota(4, now + SECOND), None, None, 2, now);
+        assert_eq!(window.quota(now), Some(quota(4, now + SECOND)));
+    }
+}
