@@ -6,50 +6,60 @@
 //! reset. When the gate reopens, a probe goes first, alone, and the others follow paced. Each
 //! call is held only by what its own layer's settings say to respect (`terms`).
 //!
-//! One file per mechanism: `state` (one key's gate) and the `answer`s it gives a call, made of
-//! `queue` (its waiters), `quota` (the server's count, and how reports fold into it) and
-//! `release` (the probe and the paced reopening), told what each response said by a `report`;
-//! `registry` (every key's gate, bounded); `ticket` (what a call holds: a pass while its
-//! request is out, a place while it waits); `call` (a call's handle on its gate); `store` (what
-//! processes share), `ledger` (the rules a store keeps it by), `memory` (a store in memory) and
-//! `shared` (how the gates ask a store, within a deadline); `time` (the two clocks); `snapshot`
-//! (what a caller reads).
+//! Four rooms, and the files beside them:
+//!
+//! - `rules/`: the rules, pure and generic over the clock (a process's `Instant`, the store's
+//!   wall clock): `quota`, `window`, `closure`, `learned`.
+//! - `key/`: one key's gate as a composition of those rules (`mod.rs`), with `reopening` (the
+//!   probe and the paced release), `queue` (its waiters), `tokens` (token meters), `terms` (what
+//!   a call's settings ask of the gate), `report` (what a response said) and `answer` (what the
+//!   gate tells a call).
+//! - `call/`: the only part the response future touches: `Call` (a call's handle on its gate),
+//!   `pass` (what a call holds: a pass while its request is out, a place while it waits).
+//! - `store/`: what processes share (`mod.rs`, the store interface), `ledger` (the rules a store
+//!   keeps it by), `memory` (a store in memory), `shared` (how the gates ask a store, within a
+//!   deadline).
+//! - `registry` (every key's gate, bounded), `routes` (which limit a request counts against),
+//!   `time` (the two clocks), `snapshot` (what a caller reads).
+//!
+//! Where each rule of the design is written:
+//!
+//! | rule | file |
+//! |---|---|
+//! | a closure is never brought forward | `rules/closure.rs` (the fleet: `redis/merge.lua`) |
+//! | readings of one meter fold to the most restrictive figure | `rules/quota.rs` |
+//! | no more out than the quota says remain | `rules/quota.rs` |
+//! | a spent window restores its whole quota at its reset | `rules/window.rs` |
+//! | the limit of a server that publishes none | `rules/learned.rs` (the fleet: `store/ledger.rs`, `redis/reserve.lua`) |
+//! | after a closure a probe goes first, alone; the backlog leaves paced | `key/reopening.rs` |
+//! | calls leave in arrival order | `key/queue.rs` |
+//! | a call waits only as far as its own terms allow | `key/mod.rs`, `key/terms.rs` |
+//! | tokens declared by a call are spent once | `key/tokens.rs` |
+//! | the server's clock is read by the tightest bound its responses gave | `time.rs` |
+//! | memory stays bounded; a closed gate is not forgotten | `registry.rs` |
+//! | a store that is down or slow never fails a call | `store/shared.rs` |
 
-mod answer;
 mod call;
-mod closure;
-mod learned;
-mod ledger;
-mod memory;
-mod pass;
-mod queue;
-mod quota;
+mod key;
 mod registry;
-mod release;
-mod report;
 mod routes;
-mod shared;
+mod rules;
 mod snapshot;
-mod state;
 mod store;
-mod terms;
 mod time;
-mod tokens;
-mod window;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-pub(crate) use answer::Episode;
-pub(crate) use call::{Call, Entered, Said};
-#[cfg(feature = "redis")]
-pub(crate) use ledger::{LOOK_AGAIN, OUT_AT_MOST};
-pub use memory::MemoryStore;
-pub(crate) use pass::{Held, NotYet, Pass, Place, Retry};
-pub(crate) use shared::Reserving;
+pub(crate) use call::{Call, Entered, Held, NotYet, Pass, Place, Retry, Said};
+pub(crate) use key::Episode;
 pub use snapshot::GateSnapshot;
+pub use store::MemoryStore;
+pub(crate) use store::Reserving;
+#[cfg(feature = "redis")]
+pub(crate) use store::{LOOK_AGAIN, OUT_AT_MOST};
 pub use store::{Reservation, StoreError, StoreFuture, Ticket, Window, WindowStore};
 pub(crate) use time::after;
 
@@ -132,7 +142,7 @@ impl Gates {
     /// and together they reserve no more of a window than the server reported. A call waits
     /// at most 50 ms for the store; past that it goes by its own process's gate alone.
     pub fn with_store(store: impl WindowStore) -> Self {
-        Gates::with_store_deadline(store, shared::DEADLINE)
+        Gates::with_store_deadline(store, store::shared::DEADLINE)
     }
 
     /// As [`with_store`](Gates::with_store), with calls waiting at most `deadline` for the
@@ -152,7 +162,7 @@ impl Gates {
     /// # let _ = layer;
     /// ```
     pub fn with_store_deadline(store: impl WindowStore, deadline: Duration) -> Self {
-        let shared = shared::Shared::new(Arc::new(store), deadline);
+        let shared = store::shared::Shared::new(Arc::new(store), deadline);
         Gates {
             registry: Arc::new(Registry::new(CAPACITY, Some(shared))),
             routes: Arc::default(),

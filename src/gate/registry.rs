@@ -10,25 +10,25 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
-use super::answer::{Admission, Episode};
-use super::report::Report;
-use super::shared::Shared;
-use super::state::Gate;
-use super::time::Anchor;
+use crate::gate::key::Gate;
+use crate::gate::key::answer::{Admission, Episode};
+use crate::gate::key::report::Report;
+use crate::gate::store::shared::Shared;
+use crate::gate::time::Anchor;
 use crate::key::{BuildKeyHasher, Key};
 
 /// The gates of every key, behind one lock, with what they share with other processes.
-pub(super) struct Registry {
+pub(crate) struct Registry {
     table: Mutex<Table>,
-    pub(super) capacity: usize,
+    pub(crate) capacity: usize,
     /// The store shared with other processes, if any.
-    pub(super) shared: Option<Shared>,
+    pub(crate) shared: Option<Shared>,
     /// How the store's wall-clock times map onto the gates' clock.
     clocks: Mutex<Anchor>,
 }
 
 impl Registry {
-    pub(super) fn new(capacity: usize, shared: Option<Shared>) -> Self {
+    pub(crate) fn new(capacity: usize, shared: Option<Shared>) -> Self {
         Registry {
             table: Mutex::new(Table::default()),
             capacity: capacity.max(1),
@@ -37,14 +37,14 @@ impl Registry {
         }
     }
 
-    pub(super) fn lock(&self) -> MutexGuard<'_, Table> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Table> {
         // The table is only changed by short, panic-free sections: a poisoned lock still holds
         // consistent gates.
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// How the store's wall-clock times map onto the gates' clock now.
-    pub(super) fn clocks(&self) -> Anchor {
+    pub(crate) fn clocks(&self) -> Anchor {
         let mut clocks = self.clocks.lock().unwrap_or_else(PoisonError::into_inner);
         *clocks = clocks.renewed(SystemTime::now(), std::time::Instant::now());
         *clocks
@@ -52,7 +52,7 @@ impl Registry {
 
     /// Applies `change` to `key`'s gate, if it has one, and wakes whom the change freed once
     /// the table is unlocked.
-    pub(super) fn update(&self, key: &Key, change: impl FnOnce(&mut Gate)) {
+    pub(crate) fn update(&self, key: &Key, change: impl FnOnce(&mut Gate)) {
         let wakes = match self.lock().gates.get_mut(key) {
             Some(gate) => {
                 change(gate);
@@ -70,8 +70,8 @@ impl Registry {
 const SWEEP_AGAIN_AFTER: Duration = Duration::from_secs(1);
 
 #[derive(Default)]
-pub(super) struct Table {
-    pub(super) gates: HashMap<Key, Gate, BuildKeyHasher>,
+pub(crate) struct Table {
+    pub(crate) gates: HashMap<Key, Gate, BuildKeyHasher>,
     /// New keys turned away since the last sweep for idle gates: a full registry is swept once
     /// per so many, so that turning keys away stays cheap.
     turned_away: usize,
@@ -81,7 +81,7 @@ pub(super) struct Table {
 
 impl Table {
     /// Takes in what another process learned about `key`.
-    pub(super) fn learn(&mut self, key: &Key, report: Report, now: Instant, capacity: usize) {
+    pub(crate) fn learn(&mut self, key: &Key, report: Report, now: Instant, capacity: usize) {
         match self.gates.get_mut(key) {
             Some(gate) => gate.learn(report, now),
             None => {
@@ -95,7 +95,7 @@ impl Table {
     /// Records `report` for a request on `key` let through as `admitted`, making the key's
     /// gate if the report gives it something to remember and there is room: the wakers to
     /// call, and the turn of the key's episode the report brought.
-    pub(super) fn answered(
+    pub(crate) fn answered(
         &mut self,
         key: &Key,
         admitted: Admission,
@@ -127,7 +127,7 @@ impl Table {
     /// of room; unless such a sweep found no room within the last [`SWEEP_AGAIN_AFTER`]. A
     /// gate that holds calls back is never forgotten: a closure or a spent window stays until
     /// it passes. So each new key costs a bounded share of a sweep, however many come.
-    pub(super) fn make_room(&mut self, now: Instant, capacity: usize, urgent: bool) -> bool {
+    pub(crate) fn make_room(&mut self, now: Instant, capacity: usize, urgent: bool) -> bool {
         if self.gates.len() < capacity {
             return true;
         }
@@ -165,10 +165,10 @@ impl Table {
 
 #[cfg(test)]
 mod tests {
-    use super::super::answer::Arrival;
-    use super::super::quota::Quota;
-    use super::super::terms::Terms;
     use super::*;
+    use crate::gate::key::answer::Arrival;
+    use crate::gate::key::terms::Terms;
+    use crate::gate::rules::quota::Quota;
     use std::time::Duration;
 
     const TERMS: Terms = Terms {

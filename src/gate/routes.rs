@@ -20,7 +20,7 @@ use crate::key::{BuildKeyHasher, Key};
 
 /// How a route's limit is known.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Known {
+pub(crate) enum Known {
     /// An answer on the route named it.
     Route,
     /// No answer on the route yet: the limit most of the key's answers named.
@@ -28,13 +28,13 @@ pub(super) enum Known {
 }
 
 /// Routes remembered across every key.
-pub(super) const MOST_ROUTES: usize = 4_096;
+pub(crate) const MOST_ROUTES: usize = 4_096;
 /// Limit names counted for one key.
-pub(super) const MOST_GROUPS: usize = 16;
+pub(crate) const MOST_GROUPS: usize = 16;
 
 /// The routes of every key whose server named its limits.
 #[derive(Default)]
-pub(super) struct Routes {
+pub(crate) struct Routes {
     /// Whether any route is known: most servers name no limit, and their calls then skip the
     /// lock.
     any: AtomicBool,
@@ -85,7 +85,7 @@ impl Routes {
     /// The key a request on `route` counts against: `key` within its route's limit, or the
     /// limit most of the key's answers named for a route not answered yet; `None` where the
     /// server named none. Says which: `Known` where an answer on the route named it.
-    pub(super) fn refine(&self, key: &Key, route: &str) -> Option<(Key, Known)> {
+    pub(crate) fn refine(&self, key: &Key, route: &str) -> Option<(Key, Known)> {
         if !self.any.load(Ordering::Relaxed) {
             return None;
         }
@@ -99,7 +99,7 @@ impl Routes {
 
     /// The limits of `key` its answers named: first those most named first, in the order
     /// first named, then any others its routes count against.
-    pub(super) fn limits(&self, key: &Key) -> Vec<Key> {
+    pub(crate) fn limits(&self, key: &Key) -> Vec<Key> {
         if !self.any.load(Ordering::Relaxed) {
             return Vec::new();
         }
@@ -124,7 +124,7 @@ impl Routes {
     }
 
     /// Remembers that requests on `route` of `key` count against `group`.
-    pub(super) fn learn(&self, key: &Key, route: &str, group: &str) {
+    pub(crate) fn learn(&self, key: &Key, route: &str, group: &str) {
         let mut table = self.lock();
         let RoutesByKey { by_key, len } = &mut *table;
         let known_key = by_key.contains_key(key);

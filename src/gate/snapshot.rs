@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::state::Gate;
-use super::terms::Terms;
+use crate::gate::key::Gate;
+use crate::gate::key::terms::Terms;
 
 /// A key's gate as it stands now.
 ///
@@ -28,7 +28,7 @@ pub struct GateSnapshot {
 }
 
 impl GateSnapshot {
-    pub(super) fn of(gate: &Gate, now: Instant) -> Self {
+    pub(crate) fn of(gate: &Gate, now: Instant) -> Self {
         let quota = gate.quota(now);
         GateSnapshot {
             closed_for: gate.closed_for(now, Terms::EVERYTHING),

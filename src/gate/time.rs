@@ -40,7 +40,7 @@ impl ServerClock {
     }
 
     /// The tighter of two bounds: the one that places the server's clock later.
-    pub(super) fn tighter(self, other: ServerClock) -> ServerClock {
+    pub(crate) fn tighter(self, other: ServerClock) -> ServerClock {
         let later = self.at.max(other.at);
         if other.at_least(later) > self.at_least(later) {
             other
@@ -61,7 +61,7 @@ const MOST_DRIFT: Duration = Duration::from_secs(1);
 /// the real clocks have drifted apart (a suspend, a step of the wall clock), since a stale
 /// pairing would place other processes' times early or late by the drift.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Anchor {
+pub(crate) struct Anchor {
     instant: Instant,
     wall: SystemTime,
     // The real monotonic clock: tokio's may be paused (in tests), the real clocks are not.
@@ -70,7 +70,7 @@ pub(super) struct Anchor {
 
 impl Anchor {
     /// The clocks, read now.
-    pub(super) fn now() -> Self {
+    pub(crate) fn now() -> Self {
         Anchor {
             instant: Instant::now(),
             wall: SystemTime::now(),
@@ -80,7 +80,7 @@ impl Anchor {
 
     /// This pairing, or a fresh one if the wall clock has moved from the monotonic one by more
     /// than [`MOST_DRIFT`] since it was read (`wall` and `real` are the clocks now).
-    pub(super) fn renewed(self, wall: SystemTime, real: std::time::Instant) -> Self {
+    pub(crate) fn renewed(self, wall: SystemTime, real: std::time::Instant) -> Self {
         let expected = self.wall + real.saturating_duration_since(self.real);
         let drift = match wall.duration_since(expected) {
             Ok(ahead) => ahead,
@@ -94,7 +94,7 @@ impl Anchor {
     }
 
     /// A wall-clock time on the monotonic clock.
-    pub(super) fn instant(&self, at: SystemTime) -> Instant {
+    pub(crate) fn instant(&self, at: SystemTime) -> Instant {
         match at.duration_since(self.wall) {
             Ok(ahead) => after(self.instant, ahead),
             // Long before the anchor, where `Instant` may not reach: as good as the anchor,
@@ -107,7 +107,7 @@ impl Anchor {
     }
 
     /// A monotonic instant on the wall clock.
-    pub(super) fn wall(&self, at: Instant) -> SystemTime {
+    pub(crate) fn wall(&self, at: Instant) -> SystemTime {
         match at.checked_duration_since(self.instant) {
             Some(ahead) => self.wall + ahead.min(FAR),
             None => self.wall - (self.instant - at),

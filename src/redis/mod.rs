@@ -5,7 +5,7 @@
 //! processes. Both names carry one hash tag, the key's (see [`RedisStore::redis_key`]), so
 //! that on a Redis Cluster they sit in one slot, as a script touching both must. The scripts
 //! keep the rules of
-//! `gate/ledger.rs` on Redis's own clock: a process sends durations from its now and is
+//! `gate/store/ledger.rs` on Redis's own clock: a process sends durations from its now and is
 //! answered in durations from its now, so no two processes' clocks are ever compared, and a
 //! closure is never brought forward. Every hash expires a little after the last time it names.
 

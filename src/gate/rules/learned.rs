@@ -48,7 +48,7 @@ const LEAST_SHORTENING: u32 = 64;
 
 /// What is learned of one key's limit.
 #[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Learning {
+pub(crate) struct Learning {
     window: Option<Window>,
     /// When the last window that passed unrefused began.
     passed: Option<Instant>,
@@ -109,7 +109,7 @@ struct Estimate {
 
 impl Learning {
     /// A request sent at `sent` was accepted, at `now`.
-    pub(super) fn accepted(&mut self, sent: Instant, now: Instant) {
+    pub(crate) fn accepted(&mut self, sent: Instant, now: Instant) {
         if self.settled(sent) {
             return;
         }
@@ -133,7 +133,7 @@ impl Learning {
 
     /// A request sent at `sent` was refused, heard at `now`, with the server's instruction
     /// ending at `until` if it gave one.
-    pub(super) fn refused(&mut self, sent: Instant, now: Instant, until: Option<Instant>) {
+    pub(crate) fn refused(&mut self, sent: Instant, now: Instant, until: Option<Instant>) {
         if self.settled(sent) {
             return;
         }
@@ -172,7 +172,7 @@ impl Learning {
     /// with at most a quarter of it out, as after a probe). Whether it did: then no probe is
     /// owed. Where it does not ([`restores_when_reopened`](Self::restores_when_reopened)),
     /// nothing changes, and the next request probes.
-    pub(super) fn reopened(&mut self, now: Instant, cap: Duration) -> bool {
+    pub(crate) fn reopened(&mut self, now: Instant, cap: Duration) -> bool {
         let over = self
             .refused
             .and_then(|refused| refused.until)
@@ -197,7 +197,7 @@ impl Learning {
     /// next token, a sliding window's oldest request leaving), not when a window's quota comes
     /// back. Nor where the window measured is longer than `cap`: a learned quota resetting
     /// beyond it holds none of those calls.
-    pub(super) fn restores_when_reopened(&self, cap: Duration) -> bool {
+    pub(crate) fn restores_when_reopened(&self, cap: Duration) -> bool {
         let Some(refused) = self.refused.filter(|_| self.window.is_none()) else {
             return false;
         };
@@ -299,12 +299,12 @@ impl Learning {
     }
 
     /// A response carried meters: what they say replaces anything learned.
-    pub(super) fn forget(&mut self) {
+    pub(crate) fn forget(&mut self) {
         *self = Learning::default();
     }
 
     /// The quota learned for the window under way, while it lasts.
-    pub(super) fn quota(&self, now: Instant) -> Option<Quota> {
+    pub(crate) fn quota(&self, now: Instant) -> Option<Quota> {
         let (window, estimate) = self.window.zip(self.estimate)?;
         let reset_at = window.answered + estimate.length;
         (reset_at > now).then(|| Quota {
@@ -318,7 +318,7 @@ impl Learning {
     /// window begins now with the whole learned quota, as a reset the server reported
     /// restores its own; otherwise the length is a guess, and the next request begins a new
     /// window, as a probe. True (a probe is owed) once: the window has then passed.
-    pub(super) fn spent_window_over(&mut self, now: Instant) -> bool {
+    pub(crate) fn spent_window_over(&mut self, now: Instant) -> bool {
         let Some(estimate) = self.estimate else {
             return false;
         };

@@ -2,9 +2,9 @@
 
 use tokio::time::Instant;
 
-use super::quota::Quota;
-use super::release::Pace;
-use super::time::ServerClock;
+use super::reopening::Pace;
+use crate::gate::rules::quota::Quota;
+use crate::gate::time::ServerClock;
 use crate::throttled::HeldBy;
 
 /// What the server said about the key in one response.

@@ -21,7 +21,7 @@ pub(crate) struct Quota<T = Instant> {
 
 impl<T> Quota<T> {
     /// Whether the server said none is left.
-    pub(super) fn is_spent(&self) -> bool {
+    pub(crate) fn is_spent(&self) -> bool {
         self.remaining == 0
     }
 }
@@ -31,7 +31,7 @@ impl<T: Copy> Quota<T> {
     /// still out. Their answers may give some back (they come back in any order, so the
     /// lowest figure can run ahead of them): the gate waits for them, or for the reset,
     /// whichever comes first; it does not close.
-    pub(super) fn all_out_until(&self, in_flight: u32) -> Option<T> {
+    pub(crate) fn all_out_until(&self, in_flight: u32) -> Option<T> {
         (self.remaining <= u64::from(in_flight)).then_some(self.reset_at)
     }
 }
@@ -51,7 +51,7 @@ impl<T: Copy> Quota<T> {
 /// rounded-up countdown read after it was written, the earliest reset is the closest to the
 /// truth; but a spent window is held until the latest reset a report saying so named, since a
 /// limiter whose reset moves (a token bucket's next token) refuses anything sooner.
-pub(super) fn fold<T>(known: Quota<T>, reported: Quota<T>, newer: bool) -> Option<Quota<T>>
+pub(crate) fn fold<T>(known: Quota<T>, reported: Quota<T>, newer: bool) -> Option<Quota<T>>
 where
     T: Copy + Ord + Add<Duration, Output = T>,
 {

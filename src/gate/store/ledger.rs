@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use super::closure::Closure;
-use super::quota::{Quota, fold};
-use super::store::{Reservation, Ticket, Window};
+use super::{Reservation, Ticket, Window};
+use crate::gate::rules::closure::Closure;
+use crate::gate::rules::quota::{Quota, fold};
 use crate::throttled::HeldBy;
 
 /// How long a call held by a restored window that is all reserved waits before it asks again:

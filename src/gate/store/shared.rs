@@ -15,7 +15,7 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 use tokio::time::{Instant, Timeout, timeout};
 
-use super::store::{Reservation, StoreError, Ticket, Window, WindowStore};
+use super::{Reservation, StoreError, Ticket, Window, WindowStore};
 use crate::key::Key;
 
 /// How long a call waits for the store by default: a store on the same network answers within
@@ -32,14 +32,14 @@ const RETRY: Duration = Duration::from_secs(1);
 const LATE: Duration = Duration::from_secs(5);
 
 /// A store, how long to wait for it, and whether it is out.
-pub(super) struct Shared {
+pub(crate) struct Shared {
     store: Arc<dyn WindowStore>,
     deadline: Duration,
     outage: Arc<Outage>,
 }
 
 impl Shared {
-    pub(super) fn new(store: Arc<dyn WindowStore>, deadline: Duration) -> Self {
+    pub(crate) fn new(store: Arc<dyn WindowStore>, deadline: Duration) -> Self {
         Shared {
             store,
             deadline,
@@ -49,7 +49,7 @@ impl Shared {
 
     /// Asks for a reservation for a request on `key` about to go at `now`; `None` when the
     /// store is not asked (it is out, or there is no runtime to ask it from).
-    pub(super) fn reserve(&self, key: &Key, metered: bool, now: SystemTime) -> Option<Reserving> {
+    pub(crate) fn reserve(&self, key: &Key, metered: bool, now: SystemTime) -> Option<Reserving> {
         let runtime = Handle::try_current().ok()?;
         if !self.outage.may_ask(Instant::now()) {
             return None;
@@ -74,7 +74,7 @@ impl Shared {
 
     /// Shares what a response to a request on `key`, reserved with `ticket`, said at `now`.
     /// Nothing waits for it.
-    pub(super) fn merge(&self, key: &Key, window: Window, ticket: Option<Ticket>, now: SystemTime) {
+    pub(crate) fn merge(&self, key: &Key, window: Window, ticket: Option<Ticket>, now: SystemTime) {
         let Ok(runtime) = Handle::try_current() else {
             return;
         };

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::time::ServerClock;
+use crate::gate::time::ServerClock;
 use crate::throttled::HeldBy;
 
 /// A turn in a key's episode of being rate limited, as an answer brought it about: what an

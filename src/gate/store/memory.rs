@@ -6,7 +6,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
 use super::ledger::Ledger;
-use super::store::{Reservation, StoreFuture, Ticket, Window, WindowStore};
+use super::{Reservation, StoreFuture, Ticket, Window, WindowStore};
 use crate::key::Key;
 
 /// A [`WindowStore`] in this process's memory, bounded like the gates: it keeps at most its

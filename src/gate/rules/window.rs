@@ -16,7 +16,7 @@ use crate::throttled::HeldBy;
 
 /// What is known of the window the server reports.
 #[derive(Debug, Default)]
-pub(super) struct ReportedWindow {
+pub(crate) struct ReportedWindow {
     quota: Option<Quota>,
     /// The meter `quota` was reported by, as it holds calls once spent.
     by: Option<HeldBy>,
@@ -32,18 +32,18 @@ pub(super) struct ReportedWindow {
 
 impl ReportedWindow {
     /// The quota as last reported, while its window lasts.
-    pub(super) fn quota(&self, now: Instant) -> Option<Quota> {
+    pub(crate) fn quota(&self, now: Instant) -> Option<Quota> {
         self.quota.filter(|quota| quota.reset_at > now)
     }
 
     /// The meter that said the window is spent, where a report named it.
-    pub(super) fn spent_by(&self) -> Option<HeldBy> {
+    pub(crate) fn spent_by(&self) -> Option<HeldBy> {
         self.by
     }
 
     /// Takes in a quota reported by a request let through in `epoch`, with the whole quota
     /// `limit` if the server gave it, by the meter `by`.
-    pub(super) fn report(
+    pub(crate) fn report(
         &mut self,
         quota: Quota,
         limit: Option<u64>,
@@ -60,7 +60,7 @@ impl ReportedWindow {
 
     /// The window, if it is over at `now`: it is forgotten, and returned for
     /// [`restore`](Self::restore) if it was spent.
-    pub(super) fn take_over(&mut self, now: Instant) -> Option<Quota> {
+    pub(crate) fn take_over(&mut self, now: Instant) -> Option<Quota> {
         let over = self.quota.filter(|quota| quota.reset_at <= now)?;
         self.quota = None;
         Some(over)
@@ -69,7 +69,7 @@ impl ReportedWindow {
     /// The spent window `over` has reset at `now`, beginning `epoch`. Where the server gave its
     /// whole quota, the reset restores it, and this says so; otherwise the new window's first
     /// request probes.
-    pub(super) fn restore(&mut self, over: Quota, epoch: u64, now: Instant) -> bool {
+    pub(crate) fn restore(&mut self, over: Quota, epoch: u64, now: Instant) -> bool {
         let (Some(limit), Some(since)) = (self.limit.filter(|limit| *limit > 0), self.since) else {
             return false;
         };

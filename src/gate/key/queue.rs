@@ -6,7 +6,7 @@ use std::task::Waker;
 
 /// The calls waiting at one gate, in arrival order.
 #[derive(Default)]
-pub(super) struct Queue {
+pub(crate) struct Queue {
     // Ordered by id; the front is always a waiter that has not left.
     slots: VecDeque<Slot>,
     waiting: usize,
@@ -24,7 +24,7 @@ struct Slot {
 
 impl Queue {
     /// A new waiter at the back; its id.
-    pub(super) fn push(&mut self) -> u64 {
+    pub(crate) fn push(&mut self) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         self.slots.push_back(Slot {
@@ -37,12 +37,12 @@ impl Queue {
     }
 
     /// How many calls wait.
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.waiting
     }
 
     /// Where waiter `id` stands (0: the head); `None` if it is not waiting.
-    pub(super) fn position(&self, id: u64) -> Option<usize> {
+    pub(crate) fn position(&self, id: u64) -> Option<usize> {
         self.slots
             .binary_search_by_key(&id, |slot| slot.id)
             .ok()
@@ -50,7 +50,7 @@ impl Queue {
     }
 
     /// Remembers `waker` for the waiter at `position`, unless it already wakes the same task.
-    pub(super) fn remember(&mut self, position: usize, waker: &Waker) {
+    pub(crate) fn remember(&mut self, position: usize, waker: &Waker) {
         let slot = &mut self.slots[position];
         if !slot
             .waker
@@ -62,14 +62,14 @@ impl Queue {
     }
 
     /// The head goes through the gate.
-    pub(super) fn pop_head(&mut self) {
+    pub(crate) fn pop_head(&mut self) {
         self.slots.pop_front();
         self.waiting -= 1;
         self.drop_gone_front();
     }
 
     /// Waiter `id` gives up; whether it was the head (then there is a new one to wake).
-    pub(super) fn leave(&mut self, id: u64) -> bool {
+    pub(crate) fn leave(&mut self, id: u64) -> bool {
         let Some(position) = self.position(id) else {
             return false;
         };
@@ -90,24 +90,24 @@ impl Queue {
     /// Every waiter now in the queue is to go to another gate: each is told the next time it
     /// looks, and every one is woken to look (the wakers, to be called once the registry is
     /// unlocked).
-    pub(super) fn reroute_all(&mut self) -> impl Iterator<Item = Waker> + '_ {
+    pub(crate) fn reroute_all(&mut self) -> impl Iterator<Item = Waker> + '_ {
         self.reroute_before = self.next_id;
         self.slots.iter_mut().filter_map(|slot| slot.waker.take())
     }
 
     /// Whether waiter `id` is to go to another gate.
-    pub(super) fn is_rerouted(&self, id: u64) -> bool {
+    pub(crate) fn is_rerouted(&self, id: u64) -> bool {
         id < self.reroute_before
     }
 
     /// The head's waker, to be called once the registry is unlocked.
-    pub(super) fn take_head_waker(&mut self) -> Option<Waker> {
+    pub(crate) fn take_head_waker(&mut self) -> Option<Waker> {
         self.slots.front_mut().and_then(|slot| slot.waker.take())
     }
 
     /// Whether no slot is held, not even of a waiter that left.
     #[cfg(test)]
-    pub(super) fn is_drained(&self) -> bool {
+    pub(crate) fn is_drained(&self) -> bool {
         self.slots.is_empty()
     }
 

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::Gates;
-use super::answer::{Admission, Episode, Hold, Look};
-use super::report::Report;
-use super::store::{Ticket, Window};
-use super::terms::Terms;
+use crate::gate::Gates;
+use crate::gate::key::answer::{Admission, Episode, Hold, Look};
+use crate::gate::key::report::Report;
+use crate::gate::key::terms::Terms;
+use crate::gate::store::{Ticket, Window};
 use crate::key::Key;
 use crate::telemetry;
 use crate::throttled::{HeldBy, Throttled};
@@ -57,7 +57,7 @@ pub(crate) enum Held {
 }
 
 impl Pass {
-    pub(super) fn new(gates: Gates, key: Key, admission: Admission, terms: Terms) -> Self {
+    pub(crate) fn new(gates: Gates, key: Key, admission: Admission, terms: Terms) -> Self {
         Pass {
             gates,
             key,
@@ -153,7 +153,7 @@ pub(crate) struct Place {
 }
 
 impl Place {
-    pub(super) fn new(gates: Gates, key: Key, id: u64, terms: Terms) -> Self {
+    pub(crate) fn new(gates: Gates, key: Key, id: u64, terms: Terms) -> Self {
         telemetry::waiting(&key, true);
         Place {
             gates,
@@ -246,8 +246,8 @@ mod tests {
     use std::sync::Arc;
     use std::task::Wake;
 
-    use super::super::call::Entered;
     use super::*;
+    use crate::gate::call::Entered;
     use crate::settings::Settings;
 
     const SECOND: Duration = Duration::from_secs(1);

@@ -2,26 +2,29 @@
 //! call's pass to record. The future holds a [`Call`] and the tickets it hands out, and
 //! nothing else of the gate.
 
+pub(crate) mod pass;
+
+pub(crate) use pass::{Held, NotYet, Pass, Place, Retry};
+
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use http::{Response, StatusCode};
 use tokio::time::Instant;
 
-use super::Gates;
-use super::answer::{Admission, Arrival};
-use super::pass::{Pass, Place};
-use super::quota::Quota;
-use super::release::Pace;
-use super::report::Report;
-use super::routes::Known;
-use super::shared::Reserving;
-use super::state::Gate;
-use super::store::Window;
-use super::terms::Terms;
-use super::time::{ServerClock, after};
-use super::tokens::TokenMeters;
 use crate::budget::Answer;
+use crate::gate::Gates;
+use crate::gate::key::Gate;
+use crate::gate::key::answer::{Admission, Arrival};
+use crate::gate::key::reopening::Pace;
+use crate::gate::key::report::Report;
+use crate::gate::key::terms::Terms;
+use crate::gate::key::tokens::TokenMeters;
+use crate::gate::routes::Known;
+use crate::gate::rules::quota::Quota;
+use crate::gate::store::Window;
+use crate::gate::store::shared::Reserving;
+use crate::gate::time::{ServerClock, after};
 use crate::headers::{RateLimitInfo, ReadHeaders, Unit};
 use crate::key::Key;
 use crate::settings::Settings;

@@ -10,7 +10,7 @@ use crate::throttled::HeldBy;
 
 /// Until when a key is closed (an instant on the clock `T`), and by what.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Closure<T = Instant> {
+pub(crate) struct Closure<T = Instant> {
     until: Option<T>,
     by: Option<HeldBy>,
 }
@@ -27,7 +27,7 @@ impl<T> Default for Closure<T> {
 impl<T: Copy + Ord> Closure<T> {
     /// Closes until `until`, set by `by`, unless closed longer already: whether it moved the
     /// end later.
-    pub(super) fn extend(&mut self, until: T, by: HeldBy) -> bool {
+    pub(crate) fn extend(&mut self, until: T, by: HeldBy) -> bool {
         let later = Some(until) > self.until;
         if later {
             self.until = Some(until);
@@ -37,17 +37,17 @@ impl<T: Copy + Ord> Closure<T> {
     }
 
     /// The end of the closure, past or not.
-    pub(super) fn until(&self) -> Option<T> {
+    pub(crate) fn until(&self) -> Option<T> {
         self.until
     }
 
     /// The end of the closure, if it is in force at `now`.
-    pub(super) fn in_force(&self, now: T) -> Option<T> {
+    pub(crate) fn in_force(&self, now: T) -> Option<T> {
         self.until.filter(|until| *until > now)
     }
 
     /// The end of the closure, past or not, and what set it.
-    pub(super) fn held(&self) -> Option<(T, HeldBy)> {
+    pub(crate) fn held(&self) -> Option<(T, HeldBy)> {
         self.until
             .map(|until| (until, self.by.unwrap_or(HeldBy::Queue)))
     }

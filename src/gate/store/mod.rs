@@ -3,14 +3,23 @@
 //! has reserved. Waiting calls stay in each process (they are local by nature). The gates ask
 //! the store off the poll path, each question within a deadline (see `shared`).
 
+pub(crate) mod ledger;
+pub(crate) mod memory;
+pub(crate) mod shared;
+
+#[cfg(feature = "redis")]
+pub(crate) use ledger::{LOOK_AGAIN, OUT_AT_MOST};
+pub use memory::MemoryStore;
+pub(crate) use shared::Reserving;
+
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::SystemTime;
 
-use super::quota::Quota;
-use super::report::Report;
-use super::time::Anchor;
+use crate::gate::key::report::Report;
+use crate::gate::rules::quota::Quota;
+use crate::gate::time::Anchor;
 use crate::key::Key;
 use crate::throttled::HeldBy;
 
@@ -51,7 +60,7 @@ impl Window {
 
     /// A window with none left until `reset`: the tests' commonest.
     #[cfg(test)]
-    pub(super) fn spent(reset: SystemTime) -> Window {
+    pub(crate) fn spent(reset: SystemTime) -> Window {
         Window {
             quota: Some((0, reset)),
             ..Window::default()
@@ -63,7 +72,7 @@ impl Window {
     /// reservations keep the processes from stampeding, and the fleet measures windows by it.
     /// An instruction this process does not keep (beyond its horizon, or on an answer that
     /// closes nothing) is not shared.
-    pub(super) fn from_report(report: Report, clocks: &Anchor) -> Window {
+    pub(crate) fn from_report(report: Report, clocks: &Anchor) -> Window {
         let closed_until = report.closed_until.map(|closed| {
             report
                 .instructed_until
@@ -80,7 +89,7 @@ impl Window {
     }
 
     /// This window on this process's clock, as a report to take in.
-    pub(super) fn to_report(self, clocks: &Anchor) -> Report {
+    pub(crate) fn to_report(self, clocks: &Anchor) -> Report {
         Report {
             refused: false,
             closed_until: self.closed_until.map(|at| clocks.instant(at)),

@@ -9,7 +9,7 @@
 
 use tokio::time::Instant;
 
-use super::quota::{Quota, fold};
+use crate::gate::rules::quota::{Quota, fold};
 use crate::headers::Unit;
 use crate::tokens::TokenCost;
 

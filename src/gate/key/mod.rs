@@ -18,23 +18,32 @@
 //!   (`longest_wait`, and its budget): beyond that it is turned away at once, arriving or
 //!   waiting, with what holds it ([`Closed`]).
 
+pub(crate) mod answer;
+pub(crate) mod queue;
+pub(crate) mod reopening;
+pub(crate) mod report;
+pub(crate) mod terms;
+pub(crate) mod tokens;
+
+pub(crate) use answer::Episode;
+
 use std::task::Waker;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::answer::{Admission, Arrival, Closed, Episode, Hold, Look};
-use super::closure::Closure;
-use super::learned::Learning;
-use super::queue::Queue;
-use super::quota::Quota;
-use super::release::{Release, Reopening};
-use super::report::Report;
-use super::terms::Terms;
-use super::time::{ServerClock, after};
-use super::tokens::TokenMeters;
-use super::window::ReportedWindow;
+use crate::gate::rules::closure::Closure;
+use crate::gate::rules::learned::Learning;
+use crate::gate::rules::quota::Quota;
+use crate::gate::rules::window::ReportedWindow;
+use crate::gate::time::{ServerClock, after};
 use crate::throttled::HeldBy;
+use answer::{Admission, Arrival, Closed, Hold, Look};
+use queue::Queue;
+use reopening::{Release, Reopening};
+use report::Report;
+use terms::Terms;
+use tokens::TokenMeters;
 
 /// How long a gate that owes a probe is remembered after its closure ended, with nobody
 /// waiting: long enough for calls arriving soon after to be let out one at a time.
@@ -532,7 +541,7 @@ impl Gate {
 
 #[cfg(test)]
 mod tests {
-    use super::super::release::{Pace, SPACING};
+    use super::reopening::{Pace, SPACING};
     use super::*;
     use crate::gate::after;
     use crate::headers::Unit;

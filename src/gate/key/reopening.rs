@@ -26,7 +26,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::terms::Terms;
-use super::time::after;
+use crate::gate::time::after;
 
 /// The least spacing between two releases when the server's rate is unknown.
 pub(crate) const SPACING: Duration = Duration::from_millis(1);
@@ -72,7 +72,7 @@ pub(crate) struct Pace {
 
 /// Whether a request may go now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Release {
+pub(crate) enum Release {
     /// Yes, as a probe or not.
     Go { probe: bool },
     /// Not before this instant (sooner, if a request out comes back).
@@ -81,7 +81,7 @@ pub(super) enum Release {
 
 /// The reopening of one gate: where it stands after its last closure.
 #[derive(Debug, Default)]
-pub(super) struct Reopening {
+pub(crate) struct Reopening {
     phase: Phase,
     cause: Cause,
     /// With nothing known of the rate, how many requests may be out during the release.
@@ -97,30 +97,30 @@ pub(super) struct Reopening {
 
 impl Reopening {
     /// A 429 closed the gate (again): the next request out probes.
-    pub(super) fn closed(&mut self) {
+    pub(crate) fn closed(&mut self) {
         self.owe_probe(Cause::Refusal);
     }
 
     /// The first call to a key known nothing of goes alone: it probes.
-    pub(super) fn first_call(&mut self) {
+    pub(crate) fn first_call(&mut self) {
         self.owe_probe(Cause::FirstCall);
     }
 
     /// A request let out during the release was refused: the next one probes again.
-    pub(super) fn refused(&mut self) {
+    pub(crate) fn refused(&mut self) {
         if matches!(self.phase, Phase::Releasing { .. }) {
             self.owe_probe(self.cause);
         }
     }
 
     /// A healthy answer came back: the ramp lets one more out.
-    pub(super) fn healthy(&mut self) {
+    pub(crate) fn healthy(&mut self) {
         self.ramp = self.ramp.saturating_add(1);
     }
 
     /// A window the server said was spent has reset: unless a 429's probe is owed or out, the
     /// next request that respects the quota probes the new window.
-    pub(super) fn window_reset(&mut self) {
+    pub(crate) fn window_reset(&mut self) {
         let refusal_probe = matches!(self.cause, Cause::Refusal | Cause::Restored)
             && matches!(self.phase, Phase::Probe | Phase::Probing { .. });
         if !refusal_probe {
@@ -129,14 +129,14 @@ impl Reopening {
     }
 
     /// Whether the probe a 429's closure owes has not gone yet.
-    pub(super) fn owes_refusal_probe(&self) -> bool {
+    pub(crate) fn owes_refusal_probe(&self) -> bool {
         self.cause == Cause::Refusal && self.phase == Phase::Probe
     }
 
     /// The quota learned for the key goes at once where the closure ended, as a reset the
     /// server reported restores its own: calls that quota holds owe no probe, the others still
     /// do.
-    pub(super) fn restored(&mut self) {
+    pub(crate) fn restored(&mut self) {
         if self.owes_refusal_probe() {
             self.cause = Cause::Restored;
         }
@@ -161,7 +161,7 @@ impl Reopening {
     /// Whether the next request of a call with `terms` may go, as far as the reopening is
     /// concerned, with `in_flight` requests out; `quota_known`: the server said how much is
     /// left, and up to that, calls go at once.
-    pub(super) fn next(
+    pub(crate) fn next(
         &self,
         now: Instant,
         quota_known: bool,
@@ -204,7 +204,7 @@ impl Reopening {
 
     /// A request of a call with `terms` went at `now`, as a probe or not. Which probe it is,
     /// if it is one.
-    pub(super) fn admitted(&mut self, probe: bool, now: Instant, terms: Terms) -> Option<u64> {
+    pub(crate) fn admitted(&mut self, probe: bool, now: Instant, terms: Terms) -> Option<u64> {
         if self.phase == Phase::Open || !self.holds(terms) {
             return None;
         }
@@ -225,7 +225,7 @@ impl Reopening {
 
     /// Waiters left (dropped, or out of budget): `waiting` remain. The release ends when the
     /// calls it releases are gone, whichever way they went.
-    pub(super) fn left(&mut self, waiting: usize) {
+    pub(crate) fn left(&mut self, waiting: usize) {
         if let Phase::Releasing { backlog } = self.phase {
             self.phase = match backlog.min(waiting) {
                 0 => Phase::Open,
@@ -235,7 +235,7 @@ impl Reopening {
     }
 
     /// The probe out came back at `now`: refused, or healthy with `waiting` calls behind it.
-    pub(super) fn probe_answered(&mut self, refused: bool, waiting: usize, now: Instant) {
+    pub(crate) fn probe_answered(&mut self, refused: bool, waiting: usize, now: Instant) {
         if let Phase::Probing { sent } = self.phase {
             self.round_trip = now.saturating_duration_since(sent);
         }
@@ -252,35 +252,35 @@ impl Reopening {
 
     /// The probe out ended without an answer: that says nothing about the limit, so a probe
     /// is owed again.
-    pub(super) fn probe_lost(&mut self) {
+    pub(crate) fn probe_lost(&mut self) {
         self.phase = Phase::Probe;
     }
 
     /// Whether a probe is out.
-    pub(super) fn is_probing(&self) -> bool {
+    pub(crate) fn is_probing(&self) -> bool {
         matches!(self.phase, Phase::Probing { .. })
     }
 
     /// Whether `probe` is the probe out: the last to go, still unanswered.
-    pub(super) fn is_probe_out(&self, probe: u64) -> bool {
+    pub(crate) fn is_probe_out(&self, probe: u64) -> bool {
         self.is_probing() && probe == self.probes
     }
 
     /// Whether the probe owed or out follows a closure or a spent window, as opposed to a key's
     /// first call: only then does its healthy answer reopen anything.
-    pub(super) fn follows_closure(&self) -> bool {
+    pub(crate) fn follows_closure(&self) -> bool {
         self.cause != Cause::FirstCall
     }
 
     /// Whether the next request out must probe.
-    pub(super) fn owes_probe(&self) -> bool {
+    pub(crate) fn owes_probe(&self) -> bool {
         self.phase == Phase::Probe
     }
 
     /// From `at` on, when the first call with `terms` waiting could go at the earliest, and how
     /// far apart those behind it follow: an estimate for a waiting call (it may go sooner, if
     /// an answer comes sooner). `quota_known` as for [`next`](Self::next).
-    pub(super) fn schedule(
+    pub(crate) fn schedule(
         &self,
         at: Instant,
         quota_known: bool,
@@ -311,7 +311,7 @@ impl Reopening {
     }
 
     /// The server's policy, as the latest response stated it.
-    pub(super) fn pace(&mut self, pace: Pace) {
+    pub(crate) fn pace(&mut self, pace: Pace) {
         self.pace = Some(pace);
     }
 
