@@ -18,7 +18,7 @@ use std::time::Duration;
 use http::request::Parts;
 
 use crate::budget::Decision;
-use crate::gate::Episode;
+use crate::gate::call::Episode;
 use crate::key::Key;
 use crate::throttled::{HeldBy, Throttled};
 

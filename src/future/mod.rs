@@ -44,7 +44,8 @@ use crate::budget::Budget;
 use crate::config::Config;
 use crate::cost::CallCost;
 use crate::events;
-use crate::gate::{Call, Entered, Episode, NotYet, Pass, Place, Reservation, Reserving, after};
+use crate::gate::after;
+use crate::gate::call::{Call, Entered, Episode, NotYet, Pass, Place, Reservation, Reserving};
 use crate::jitter::Draws;
 use crate::key::Key;
 use crate::notice::Notice;
@@ -410,23 +411,17 @@ where
     fn reserved(
         &mut self,
         answer: Option<Reservation>,
-        mut pass: Pass,
+        pass: Pass,
         body: B,
     ) -> Step<S::Future, B, S::Response> {
-        match (answer, self.gate.as_ref()) {
-            (Some(Reservation::NotBefore { until, window }), Some(gate)) => {
-                let now = Instant::now();
-                let budget = self.budget.time_left(&self.config.settings);
-                let held = gate.held(until, window, now, budget);
-                // Given back once the gate knows why: calls it wakes meet the closure.
-                drop(pass);
-                self.entered(held, body, now)
-            }
-            (Some(Reservation::Granted(ticket)), _) => {
-                pass.reserved(ticket);
-                self.proceed(Some(pass), body)
-            }
-            _ => self.proceed(Some(pass), body),
+        let Some(gate) = self.gate.as_ref() else {
+            return self.proceed(Some(pass), body);
+        };
+        let now = Instant::now();
+        let budget = self.budget.time_left(&self.config.settings);
+        match gate.reserved(answer, pass, now, budget) {
+            Entered::Admitted(pass) => self.proceed(Some(pass), body),
+            held => self.entered(held, body, now),
         }
     }
 

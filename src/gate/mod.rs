@@ -39,7 +39,7 @@
 //! | memory stays bounded; a closed gate is not forgotten | `registry.rs` |
 //! | a store that is down or slow never fails a call | `store/shared.rs` |
 
-mod call;
+pub(crate) mod call;
 mod key;
 mod registry;
 mod routes;
@@ -53,11 +53,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-pub(crate) use call::{Call, Entered, Held, NotYet, Pass, Place, Retry, Said};
-pub(crate) use key::Episode;
 pub use snapshot::GateSnapshot;
 pub use store::MemoryStore;
-pub(crate) use store::Reserving;
 #[cfg(feature = "redis")]
 pub(crate) use store::{LOOK_AGAIN, OUT_AT_MOST};
 pub use store::{Reservation, StoreError, StoreFuture, Ticket, Window, WindowStore};
@@ -66,6 +63,7 @@ pub(crate) use time::after;
 use crate::key::Key;
 use crate::settings::Settings;
 use crate::tokens::TokenCost;
+use call::Call;
 use registry::Registry;
 use routes::Routes;
 

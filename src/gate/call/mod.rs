@@ -7,8 +7,12 @@ mod said;
 
 pub(crate) use pass::{Held, NotYet, Pass, Place, Retry};
 pub(crate) use said::Said;
+// What the future meets of the rest of the gate, through its call: the turn an answer brought
+// the key's episode to, and the store's reservation.
+pub(crate) use crate::gate::key::Episode;
+pub(crate) use crate::gate::store::{Reservation, Reserving};
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -19,8 +23,6 @@ use crate::gate::key::report::Report;
 use crate::gate::key::terms::Terms;
 use crate::gate::key::tokens::TokenMeters;
 use crate::gate::routes::Known;
-use crate::gate::store::Window;
-use crate::gate::store::shared::Reserving;
 use crate::gate::time::after;
 use crate::key::Key;
 use crate::settings::Settings;
@@ -200,28 +202,42 @@ impl Call {
         shared.reserve(&self.key, self.terms.metered, now)
     }
 
-    /// The shared store holds the call until `until`: its gate learns `window`, so that the
-    /// process's other calls wait there, and the call sleeps till then if `budget` allows,
-    /// and asks again. A time already past (the answer took longer than the wait) is waited
-    /// as [`LEAST_HOLD`]: the call must ask again, never go unreserved, and a store that keeps
-    /// naming past times is not asked in a spin.
-    pub(crate) fn held(
+    /// The store's `answer` for the request let through with `pass`: it goes
+    /// ([`Entered::Admitted`], reserved: it asks no store again), holding its reservation if
+    /// it was granted one (no answer: the store is down or slow, and the
+    /// process's own gate decides alone). Or the store holds the call until a time: its gate
+    /// learns the window the store knows, so that the process's other calls wait there, and
+    /// the call sleeps till then if `budget` allows, and asks again. A time already past (the
+    /// answer took longer than the wait) is waited as [`LEAST_HOLD`]: the call must ask again,
+    /// never go unreserved, and a store that keeps naming past times is not asked in a spin.
+    pub(crate) fn reserved(
         &self,
-        until: SystemTime,
-        window: Window,
+        answer: Option<Reservation>,
+        mut pass: Pass,
         now: Instant,
         budget: Duration,
     ) -> Entered {
+        let (until, window) = match answer {
+            Some(Reservation::NotBefore { until, window }) => (until, window),
+            Some(Reservation::Granted(ticket)) => {
+                pass.reserved(ticket);
+                return Entered::Admitted(pass);
+            }
+            None => return Entered::Admitted(pass),
+        };
         let registry = &self.gates.registry;
         let clocks = registry.clocks();
         let until = clocks.instant(until).max(after(now, LEAST_HOLD));
         registry
             .lock()
             .learn(&self.key, window.to_report(&clocks), now, registry.capacity);
-        match self.not_before(until, HeldBy::Fleet, now, budget) {
+        let held = match self.not_before(until, HeldBy::Fleet, now, budget) {
             Entered::NotBefore(until) => Entered::Held(until),
             other => other,
-        }
+        };
+        // Given back once the gate knows why: calls it wakes meet the closure.
+        drop(pass);
+        held
     }
 
     /// The call may not go before `until`, held by `by`: it sleeps till then if its terms and
