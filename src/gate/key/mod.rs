@@ -39,7 +39,7 @@ use crate::gate::rules::window::ReportedWindow;
 use crate::gate::time::{ServerClock, after};
 use crate::throttled::HeldBy;
 use answer::{Admission, Arrival, Closed, Hold, Look};
-use queue::Queue;
+use queue::Waiters;
 use reopening::{Release, Reopening};
 use report::Report;
 use terms::Terms;
@@ -64,11 +64,7 @@ pub(crate) struct Gate {
     server_clock: Option<ServerClock>,
     /// The key's token meters, less what calls declaring their cost spent.
     tokens: TokenMeters,
-    /// Calls that respect the quota.
-    metered: Queue,
-    /// Calls whose layer does not.
-    unmetered: Queue,
-    wakes: Vec<Waker>,
+    waiters: Waiters,
 }
 
 impl Gate {
@@ -89,7 +85,7 @@ impl Gate {
     /// A call arriving with `budget` left to wait: let through at once, given a place in its
     /// queue, or turned away if the gate stays closed to it longer than that.
     pub(crate) fn arrive(&mut self, now: Instant, terms: Terms, budget: Duration) -> Arrival {
-        if self.queue(terms.metered).len() == 0 {
+        if self.waiters.of_mut(terms.metered).len() == 0 {
             if let Release::Go { probe } = self.release(now, terms) {
                 return match self.spend(terms, now) {
                     Ok(()) => Arrival::Admitted(self.admit(probe, now, terms)),
@@ -142,12 +138,12 @@ impl Gate {
         waker: &Waker,
         terms: Terms,
     ) -> Result<Admission, Look> {
-        let Some(position) = self.queue(terms.metered).position(id) else {
+        let Some(position) = self.waiters.of_mut(terms.metered).position(id) else {
             // Not queued: nothing holds it back.
             self.in_flight += 1;
             return Ok(self.admission(None, now, terms));
         };
-        if self.queue(terms.metered).is_rerouted(id) {
+        if self.waiters.of_mut(terms.metered).is_rerouted(id) {
             self.leave(id, terms.metered);
             return Err(Look::Reroute);
         }
@@ -158,9 +154,9 @@ impl Gate {
             match self.release(now, terms) {
                 Release::Go { probe } => match self.spend(terms, now) {
                     Ok(()) => {
-                        self.queue(terms.metered).pop_head();
+                        self.waiters.of_mut(terms.metered).pop_head();
                         let admission = self.admit(probe, now, terms);
-                        self.wake_heads();
+                        self.waiters.wake_heads();
                         return Ok(admission);
                     }
                     Err((until, by)) => {
@@ -178,7 +174,7 @@ impl Gate {
         } else {
             None
         };
-        self.queue(terms.metered).remember(position, waker);
+        self.waiters.of_mut(terms.metered).remember(position, waker);
         Err(Look::Again(look_again))
     }
 
@@ -186,7 +182,7 @@ impl Gate {
     /// earliest it can tell: the closure, a spent window or a quota all out, a probe out, and
     /// the pace of those ahead. `None` if it is not waiting.
     pub(crate) fn estimate(&self, now: Instant, id: u64, terms: Terms) -> Option<Duration> {
-        let ahead = u32::try_from(self.waiting(terms.metered).position(id)?).unwrap_or(u32::MAX);
+        let ahead = u32::try_from(self.waiters.of(terms.metered).position(id)?).unwrap_or(u32::MAX);
         let mut at = self.closure.until().map_or(now, |until| until.max(now));
         let quota = self.quota_within(at, terms);
         if let Some(reset_at) = quota.and_then(|quota| quota.all_out_until(self.in_flight)) {
@@ -229,27 +225,23 @@ impl Gate {
     ) -> Result<u64, Closed> {
         match self.beyond(now, budget, terms) {
             Some(closed) => Err(closed),
-            None => Ok(self.queue(terms.metered).push()),
+            None => Ok(self.waiters.of_mut(terms.metered).push()),
         }
     }
 
     /// The waiter `id` gives up (its call was dropped, or its budget ran out).
     pub(crate) fn leave(&mut self, id: u64, metered: bool) {
-        let was_head = self.queue(metered).leave(id);
+        let was_head = self.waiters.of_mut(metered).leave(id);
         self.reopening.left(self.waiters());
         if was_head {
-            self.wake_heads();
+            self.waiters.wake_heads();
         }
     }
 
     /// Every call waiting now goes to the gate of its route's limit: the key's answers name the
     /// limits they count against (see `call::Call::learn_limit`).
     pub(crate) fn reroute_waiters(&mut self) {
-        let wakes: Vec<Waker> = [&mut self.metered, &mut self.unmetered]
-            .into_iter()
-            .flat_map(Queue::reroute_all)
-            .collect();
-        self.wakes.extend(wakes);
+        self.waiters.reroute_all();
     }
 
     /// A response came back with `report`, for a request let through as `admitted`: the turn
@@ -275,7 +267,7 @@ impl Gate {
         }
         self.learn_from(admitted, report, now);
         self.take_in(report, admitted.epoch, admitted.learns, now);
-        self.wake_heads();
+        self.waiters.wake_heads();
         match self.closed(now, Terms::EVERYTHING) {
             Some(_) if held_before => None,
             Some(closed) => Some(Episode::Closed(closed)),
@@ -312,12 +304,12 @@ impl Gate {
         if self.is_current_probe(admitted) {
             self.reopening.probe_lost();
         }
-        self.wake_heads();
+        self.waiters.wake_heads();
     }
 
     /// The wakers of waiters that may now go: to be called once the registry is unlocked.
     pub(crate) fn take_wakes(&mut self) -> Vec<Waker> {
-        std::mem::take(&mut self.wakes)
+        self.waiters.take_wakes()
     }
 
     /// Whether the gate remembers nothing a later call needs, so it may be forgotten.
@@ -348,7 +340,7 @@ impl Gate {
 
     /// How many calls wait.
     pub(crate) fn waiters(&self) -> usize {
-        self.metered.len() + self.unmetered.len()
+        self.waiters.len()
     }
 
     /// How many requests were let through and not answered.
@@ -482,22 +474,6 @@ impl Gate {
             .next(now, quota.is_some(), self.in_flight, terms)
     }
 
-    fn waiting(&self, metered: bool) -> &Queue {
-        if metered {
-            &self.metered
-        } else {
-            &self.unmetered
-        }
-    }
-
-    fn queue(&mut self, metered: bool) -> &mut Queue {
-        if metered {
-            &mut self.metered
-        } else {
-            &mut self.unmetered
-        }
-    }
-
     fn admit(&mut self, probe: bool, now: Instant, terms: Terms) -> Admission {
         self.in_flight += 1;
         let probe = self.reopening.admitted(probe, now, terms);
@@ -528,14 +504,6 @@ impl Gate {
             && admitted
                 .probe
                 .is_some_and(|probe| self.reopening.is_probe_out(probe))
-    }
-
-    fn wake_heads(&mut self) {
-        for queue in [&mut self.metered, &mut self.unmetered] {
-            if let Some(waker) = queue.take_head_waker() {
-                self.wakes.push(waker);
-            }
-        }
     }
 }
 
@@ -1251,7 +1219,7 @@ mod tests {
         gate.leave(ids[3], true);
         assert_eq!(gate.waiters(), 0);
         assert!(
-            gate.metered.is_drained(),
+            gate.waiters.of(true).is_drained(),
             "gone places are dropped as they reach the front"
         );
         gate.leave(ids[3], true);

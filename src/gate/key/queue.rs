@@ -1,5 +1,6 @@
-//! The waiters' queue of one gate: first come, first out, and only the head waits for time to
-//! pass, so a gate needs one timer however many calls wait.
+//! The waiters of one gate, in two queues (calls that respect the quota, and calls whose layer
+//! does not): first come, first out, and only each queue's head waits for time to pass, so a
+//! gate needs one timer a queue however many calls wait.
 
 use std::collections::VecDeque;
 use std::task::Waker;
@@ -13,6 +14,65 @@ pub(crate) struct Queue {
     next_id: u64,
     /// Waiters with a lower id are sent to another gate the next time they look.
     reroute_before: u64,
+}
+
+/// A gate's two queues, and the wakers of heads that may now go.
+#[derive(Default)]
+pub(crate) struct Waiters {
+    /// Calls that respect the quota.
+    metered: Queue,
+    /// Calls whose layer does not.
+    unmetered: Queue,
+    wakes: Vec<Waker>,
+}
+
+impl Waiters {
+    /// The queue of calls that respect the quota (`metered`), or of those that do not.
+    pub(crate) fn of(&self, metered: bool) -> &Queue {
+        if metered {
+            &self.metered
+        } else {
+            &self.unmetered
+        }
+    }
+
+    /// The same, to change.
+    pub(crate) fn of_mut(&mut self, metered: bool) -> &mut Queue {
+        if metered {
+            &mut self.metered
+        } else {
+            &mut self.unmetered
+        }
+    }
+
+    /// How many calls wait, in both queues.
+    pub(crate) fn len(&self) -> usize {
+        self.metered.len() + self.unmetered.len()
+    }
+
+    /// Each queue's head may go now: its waker is kept, to be called once the registry is
+    /// unlocked.
+    pub(crate) fn wake_heads(&mut self) {
+        for queue in [&mut self.metered, &mut self.unmetered] {
+            if let Some(waker) = queue.take_head_waker() {
+                self.wakes.push(waker);
+            }
+        }
+    }
+
+    /// Every call waiting now goes to another gate: woken, it finds itself rerouted.
+    pub(crate) fn reroute_all(&mut self) {
+        let wakes: Vec<Waker> = [&mut self.metered, &mut self.unmetered]
+            .into_iter()
+            .flat_map(Queue::reroute_all)
+            .collect();
+        self.wakes.extend(wakes);
+    }
+
+    /// The wakers kept: to be called once the registry is unlocked.
+    pub(crate) fn take_wakes(&mut self) -> Vec<Waker> {
+        std::mem::take(&mut self.wakes)
+    }
 }
 
 struct Slot {
