@@ -1,6 +1,7 @@
-//! A simulated rate limiter: a tower service that answers at once, on tokio's clock, and
-//! records every request it received with the status it gave. Shared by the gate tests and
-//! the gate benchmark.
+//! A simulated rate limiter as a tower service: the simulator's own limiter (one family of
+//! limiters for the simulator, the demo and the tests), answering at once on tokio's clock, or
+//! a server that refuses everything until a time; every request it received is recorded with
+//! the status it gave. Shared by the gate tests and the gate benchmark.
 
 #![allow(dead_code)] // each user takes the part it needs
 
@@ -11,21 +12,23 @@ use http::{Request, Response};
 use tokio::time::Instant;
 use tower::{BoxError, Service};
 
-/// What the limiter sends beside its verdict.
-#[derive(Clone, Copy, PartialEq)]
-pub enum Headers {
-    /// `Retry-After` on a 429, nothing else.
-    RetryAfter,
-    /// `Retry-After` on a 429, and the draft 08 pair on every response.
-    Draft8,
-}
+#[path = "../../examples/simulate/limiter.rs"]
+mod shape;
+
+use shape::Algorithm;
+pub use shape::Headers;
+
+/// Where the limiter's wall clock stands when it is made: what `Date` and epoch resets say.
+const WALL_AT_START: Duration = Duration::from_secs(1_700_000_000);
 
 /// How the limiter decides.
 #[derive(Clone, Copy)]
 pub enum Model {
-    /// Refuses everything until `until`, then accepts everything.
+    /// Refuses everything until `until`, with a `Retry-After` of the time left, then accepts
+    /// everything.
     ClosedUntil(Instant),
-    /// `limit` requests per `window`, the window opening at its first request.
+    /// `limit` requests per `window` (whole seconds), the window opening at its first request:
+    /// the simulator's first-request limiter.
     FixedWindow { limit: u32, window: Duration },
 }
 
@@ -35,11 +38,16 @@ pub struct Limiter {
     latency: Duration,
 }
 
+/// What decides: the simulator's limiter, or a closure until a time.
+enum Decides {
+    Counting(shape::Limiter),
+    ClosedUntil(Instant),
+}
+
 struct LimiterState {
-    model: Model,
-    headers: Headers,
-    window_start: Option<Instant>,
-    used: u32,
+    decides: Decides,
+    /// When the limiter was made: its wall clock is [`WALL_AT_START`] then.
+    origin: Instant,
     /// Every request: when it arrived and the status it got.
     log: Vec<(Instant, u16)>,
     /// Scripted answers, used before the model: status and headers.
@@ -50,10 +58,17 @@ impl Limiter {
     pub fn new(model: Model, headers: Headers) -> Self {
         Limiter {
             state: Arc::new(Mutex::new(LimiterState {
-                model,
-                headers,
-                window_start: None,
-                used: 0,
+                decides: match model {
+                    Model::ClosedUntil(until) => Decides::ClosedUntil(until),
+                    Model::FixedWindow { limit, window } => Decides::Counting(shape::Limiter::new(
+                        Algorithm::FirstRequest,
+                        headers,
+                        limit,
+                        window,
+                        WALL_AT_START,
+                    )),
+                },
+                origin: Instant::now(),
                 log: Vec::new(),
                 script: Vec::new(),
             })),
@@ -87,72 +102,35 @@ impl Limiter {
     fn answer(&self) -> Response<String> {
         let now = Instant::now();
         let mut state = self.state.lock().unwrap();
-        let (status, mut headers) = match state.script.pop() {
-            Some(scripted) => scripted,
+        let response = match state.script.pop() {
+            Some((status, headers)) => {
+                let mut response = Response::builder().status(status);
+                for (name, value) in headers {
+                    response = response.header(name, value);
+                }
+                response.body(()).unwrap()
+            }
             None => state.decide(now),
         };
-        if state.headers == Headers::Draft8 && status != 200 && headers.is_empty() {
-            headers = state.meters(now, 0);
-        }
-        state.log.push((now, status));
-        let mut response = Response::builder().status(status);
-        for (name, value) in headers {
-            response = response.header(name, value);
-        }
-        response.body(String::new()).unwrap()
+        state.log.push((now, response.status().as_u16()));
+        response.map(|()| String::new())
     }
 }
 
 impl LimiterState {
-    fn decide(&mut self, now: Instant) -> (u16, Vec<(&'static str, String)>) {
-        match self.model {
-            Model::ClosedUntil(until) if now < until => (429, retry_after(until - now)),
-            Model::ClosedUntil(_) => (200, vec![]),
-            Model::FixedWindow { limit, window } => {
-                let start = match self.window_start {
-                    Some(start) if now < start + window => start,
-                    _ => {
-                        self.used = 0;
-                        *self.window_start.insert(now)
-                    }
-                };
-                let left = start + window - now;
-                if self.used < limit {
-                    self.used += 1;
-                    let remaining = u64::from(limit - self.used);
-                    let headers = match self.headers {
-                        Headers::Draft8 => self.meters(now, remaining),
-                        Headers::RetryAfter => vec![],
-                    };
-                    (200, headers)
-                } else {
-                    let mut headers = retry_after(left);
-                    if self.headers == Headers::Draft8 {
-                        headers.extend(self.meters(now, 0));
-                    }
-                    (429, headers)
+    fn decide(&mut self, now: Instant) -> Response<()> {
+        let wall = WALL_AT_START + (now - self.origin);
+        match &mut self.decides {
+            Decides::Counting(limiter) => limiter.answer(wall),
+            Decides::ClosedUntil(until) if now < *until => {
+                let mut response = Response::builder().status(429);
+                for (name, value) in retry_after(*until - now) {
+                    response = response.header(name, value);
                 }
+                response.body(()).unwrap()
             }
+            Decides::ClosedUntil(_) => Response::new(()),
         }
-    }
-
-    fn meters(&self, now: Instant, remaining: u64) -> Vec<(&'static str, String)> {
-        let Model::FixedWindow { limit, window } = self.model else {
-            return vec![];
-        };
-        let left = self
-            .window_start
-            .map_or(window, |start| start + window - now);
-        vec![
-            (
-                "ratelimit-policy",
-                format!("\"w\";q={limit};w={}", window.as_secs()),
-            ),
-            (
-                "ratelimit",
-                format!("\"w\";r={remaining};t={}", ceil_seconds(left)),
-            ),
-        ]
     }
 }
 
@@ -160,6 +138,7 @@ fn ceil_seconds(duration: Duration) -> u64 {
     duration.as_millis().div_ceil(1000) as u64
 }
 
+/// A `Retry-After` of `left`, in whole seconds rounded up, never 0.
 pub fn retry_after(left: Duration) -> Vec<(&'static str, String)> {
     vec![("retry-after", ceil_seconds(left).max(1).to_string())]
 }
