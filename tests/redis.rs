@@ -435,7 +435,9 @@ async fn the_redis_scripts_answer_as_the_in_memory_ledger_does(target: &Target) 
         let now = SystemTime::now();
         let stores: [&dyn WindowStore; 2] = [&memory, &redis];
         match draw(10) {
-            0..=5 => {
+            // Reservations and answers about as often, so that few are out and each quota
+            // figure shows in what the next reservations are granted.
+            0..=3 => {
                 let metered = draw(4) > 0;
                 let mut answers = Vec::new();
                 for store in stores {
@@ -473,14 +475,17 @@ async fn the_redis_scripts_answer_as_the_in_memory_ledger_does(target: &Target) 
                     _ if tickets.is_empty() => None,
                     _ => Some(tickets.swap_remove(draw(tickets.len() as u64) as usize)),
                 };
-                let reset = now + Duration::from_secs(10 + draw(2) * 5);
+                // Resets 0.7 s apart, within one window and across two (the scripts are
+                // passed the span that tells them apart), and 5 s apart.
+                let reset = now + Duration::from_millis(10_000 + draw(4) * 700 + draw(2) * 5_000);
                 let window = match kind {
-                    6 | 7 => Window {
-                        quota: Some((draw(30), reset)),
+                    4..=6 => Window {
+                        // Seldom spent: a spent window holds until its reset, past the run.
+                        quota: Some((u64::from(draw(40) > 0) * (1 + draw(5)), reset)),
                         limit: Some(30),
                         ..Window::default()
                     },
-                    8 => Window::default(),
+                    7 | 8 => Window::default(),
                     _ if step > 350 => Window {
                         closed_until: Some(now + Duration::from_secs(20)),
                         ..Window::default()

@@ -53,10 +53,14 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+#[cfg(feature = "redis")]
+// What the fleet's scripts are passed: each constant of the rules they transcribe.
+#[cfg(feature = "redis")]
+pub(crate) use rules::quota::SAME_WINDOW;
 pub use snapshot::GateSnapshot;
 pub use store::MemoryStore;
 #[cfg(feature = "redis")]
-pub(crate) use store::{LOOK_AGAIN, OUT_AT_MOST};
+pub(crate) use store::{FAR_BELOW, LOOK_AGAIN, MOST_PATIENCE, OUT_AT_MOST, PATIENCE};
 pub use store::{Reservation, StoreError, StoreFuture, Ticket, Window, WindowStore};
 pub(crate) use time::after;
 

@@ -2,7 +2,8 @@
 -- `src/gate/store/ledger.rs` and `src/gate/rules/quota.rs`: the answered request is no longer
 -- out; the later closure stands (never brought forward); within one window the lower count.
 -- KEYS[1]: the key's hash; KEYS[2]: its requests out. ARGV: closed_in, remaining, reset_in,
--- limit, ticket, linger_ms (durations in milliseconds from now; -1: none).
+-- limit, ticket, linger_ms (durations in milliseconds from now; -1: none), and same_window_ms:
+-- two resets further apart than this name different windows.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local f = redis.call('HMGET', KEYS[1], 'closed', 'remaining', 'reset', 'restored', 'opened',
@@ -17,8 +18,7 @@ local r_from, r_to = tonumber(f[8]), tonumber(f[9])
 local closed_in, reported, reset_in, limit, ticket, linger =
   tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]),
   tonumber(ARGV[5]), tonumber(ARGV[6])
--- Two resets further apart than this name different windows.
-local same_window = 2000
+local same_window = tonumber(ARGV[7])
 
 local function fold(known, known_reset, new, new_reset)
   local earlier = new_reset + same_window < known_reset

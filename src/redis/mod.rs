@@ -16,7 +16,8 @@ use redis::Client;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use crate::gate::{
-    LOOK_AGAIN, OUT_AT_MOST, Reservation, StoreError, StoreFuture, Ticket, Window, WindowStore,
+    FAR_BELOW, LOOK_AGAIN, MOST_PATIENCE, OUT_AT_MOST, PATIENCE, Reservation, SAME_WINDOW,
+    StoreError, StoreFuture, Ticket, Window, WindowStore,
 };
 use crate::key::Key;
 
@@ -279,6 +280,9 @@ impl WindowStore for RedisStore {
             millis(LOOK_AGAIN),
             millis(self.linger),
             millis(OUT_AT_MOST),
+            i64::from(PATIENCE),
+            i64::from(MOST_PATIENCE),
+            clamp(FAR_BELOW),
         ];
         let answer = self.invoke(Script::Reserve, key, arguments);
         let asked = std::time::Instant::now();
@@ -306,6 +310,7 @@ impl WindowStore for RedisStore {
             window.limit.map_or(-1, clamp),
             ticket.map_or(-1, |ticket| clamp(ticket.get())),
             millis(self.linger),
+            millis(SAME_WINDOW),
         ];
         let answer = self.invoke(Script::Merge, key, arguments);
         Box::pin(async move { answer.await.map(drop) })

@@ -1,6 +1,7 @@
 -- Reserves one request of a key's window, by the rules of `src/gate/store/ledger.rs`.
 -- KEYS[1]: the key's hash; KEYS[2]: its requests out (a sorted set of tickets, scored by when
--- each stops counting). ARGV: metered (1 or 0), look_again_ms, linger_ms, out_at_most_ms.
+-- each stops counting). ARGV: metered (1 or 0), look_again_ms, linger_ms, out_at_most_ms, and
+-- the ledger's constants for learning a limit: patience, most_patience, far_below.
 -- Times are Redis's own clock in milliseconds; the answer gives durations from now, so that
 -- no process's clock is compared with another's.
 -- Answers {0, ticket} or {1, until_in, closed_in, available, reset_in, limit} (-1: none).
@@ -19,13 +20,16 @@ local restored = f[7] == '1'
 -- Where the server publishes no quota: the fleet's window, and what its refusals taught.
 local opened, opened_issued = tonumber(f[8]), tonumber(f[9]) or 0
 local l_limit, l_span = tonumber(f[10]), tonumber(f[11]) or 0
-local l_unrefused, l_patience = tonumber(f[12]) or 0, tonumber(f[13]) or 1
+local l_unrefused = tonumber(f[12]) or 0
 local l_raised = f[14] == '1'
 -- The window a refusal ended, while its other answers come in.
 local r_span, r_from, r_to, r_refusals = tonumber(f[15]), tonumber(f[16]), tonumber(f[17]),
   tonumber(f[18]) or 0
 local metered = ARGV[1] == '1'
 local look_again, linger, out_at_most = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local patience, most_patience, far_below = tonumber(ARGV[5]), tonumber(ARGV[6]),
+  tonumber(ARGV[7])
+local l_patience = tonumber(f[13]) or patience
 
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 local out = redis.call('ZCARD', KEYS[2])
@@ -106,14 +110,14 @@ if not remaining then
     -- shortest is the closest (each runs past the server's window by the refusal's place in
     -- it and its rounding).
     local accepted = math.max(r_to - r_from - r_refusals, 0)
-    if l_limit and (accepted == 0 or accepted < math.floor(l_limit / 2)) then
+    if l_limit and (accepted == 0 or accepted < math.floor(l_limit / far_below)) then
       l_span = math.max(l_span, r_span)
     elseif accepted > 0 then
       if l_limit then
-        l_patience = l_raised and math.min(l_patience * 2, 64) or l_patience
+        l_patience = l_raised and math.min(l_patience * 2, most_patience) or l_patience
         l_span = math.min(l_span, r_span)
       else
-        l_patience, l_span = 1, r_span
+        l_patience, l_span = patience, r_span
       end
       l_limit, l_unrefused, l_raised = accepted, 0, false
     end

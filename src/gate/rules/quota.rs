@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 /// Two reports whose resets lie further apart than this describe different windows. Resets
 /// are written in whole seconds and aged, so one window's resets differ by up to a second.
-const SAME_WINDOW: Duration = Duration::from_secs(2);
+pub(crate) const SAME_WINDOW: Duration = Duration::from_secs(2);
 
 /// The quota the server last reported, while its window lasts: how much is left, and when the
 /// window resets (an instant on the clock `T`).

@@ -20,8 +20,12 @@ pub(crate) const LOOK_AGAIN: Duration = Duration::from_millis(50);
 /// fleet paces by that length until a shorter one is measured. A raise is refused at its
 /// window's start, where the refusal's wait measures the window closest: raised soon, the
 /// fleet stops paying for the long first measurement after two windows rather than five.
-const PATIENCE: u32 = 1;
-const MOST_PATIENCE: u32 = 64;
+pub(crate) const PATIENCE: u32 = 1;
+/// The most windows a raise waits for.
+pub(crate) const MOST_PATIENCE: u32 = 64;
+/// A refused window that accepted fewer than the limit divided by this opened before the
+/// server's did (it met the wall of the window before): only its length is taken.
+pub(crate) const FAR_BELOW: u64 = 2;
 
 /// How long a reserved request counts as out without an answer: a process that died with
 /// requests out, or answers lost in an outage, hold back no quota longer than this.
@@ -221,7 +225,7 @@ impl Ledger {
             return;
         }
         self.learned = Some(match self.learned {
-            Some(known) if accepted == 0 || accepted < known.limit / 2 => Learned {
+            Some(known) if accepted == 0 || accepted < known.limit / FAR_BELOW => Learned {
                 span: known.span.max(span),
                 ..known
             },

@@ -8,7 +8,7 @@ pub(crate) mod memory;
 pub(crate) mod shared;
 
 #[cfg(feature = "redis")]
-pub(crate) use ledger::{LOOK_AGAIN, OUT_AT_MOST};
+pub(crate) use ledger::{FAR_BELOW, LOOK_AGAIN, MOST_PATIENCE, OUT_AT_MOST, PATIENCE};
 pub use memory::MemoryStore;
 pub(crate) use shared::Reserving;
 
