@@ -46,7 +46,7 @@ FILE_GROUPS=(
     "gate-key:src/gate/key/mod.rs"
     "budget:src/budget.rs"
     "backoff:src/backoff.rs src/jitter.rs"
-    "headers:src/headers/clock.rs src/headers/field.rs src/headers/info.rs src/headers/meter.rs src/headers/mod.rs src/headers/number.rs src/headers/retry_after.rs src/headers/structured.rs src/headers/x_ratelimit.rs"
+    "headers:src/headers/clock.rs src/headers/field.rs src/headers/info.rs src/headers/meter.rs src/headers/mod.rs src/headers/number.rs src/headers/retry_after.rs src/headers/structured/*.rs src/headers/x_ratelimit.rs"
     "ietf:src/headers/ietf.rs"
     "policy:src/policy/*.rs"
     "future:src/future/*.rs"

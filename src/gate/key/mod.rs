@@ -8,8 +8,8 @@
 //!   not respect the quota wait in a queue of their own, held only by a 429's closure and the
 //!   reopening after it, never by a quota, a spent window or a pace: off means off.
 //! - A probe belongs to the closure it follows (`epoch`): a late answer to an older one
-//!   changes nothing (see `release` for the reopening). A reset, reported or learned, begins
-//!   a new epoch too: what went before it speaks of the window it ended.
+//!   changes nothing (see `reopening`). A reset, reported or learned, begins a new epoch
+//!   too: what went before it speaks of the window it ended.
 //! - Where the server gave its remaining quota, no more requests are out than it said remain
 //!   (`in_flight` counts those not yet answered), and a spent window holds every call that
 //!   respects it until its reset; the new window's first request probes.
