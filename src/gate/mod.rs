@@ -8,8 +8,8 @@
 //!
 //! Four rooms, and the files beside them:
 //!
-//! - `rules/`: the rules, pure and generic over the clock (a process's `Instant`, the store's
-//!   wall clock): `quota`, `window`, `closure`, `learned`.
+//! - `rules/`: the rules, pure (callers pass the time): `quota` and `closure`, generic over the
+//!   clock (a process's `Instant`, the store's wall clock); `window` and `learned`, on `Instant`.
 //! - `key/`: one key's gate as a composition of those rules (`mod.rs`), with `reopening` (the
 //!   probe and the paced release), `queue` (its waiters), `tokens` (token meters), `terms` (what
 //!   a call's settings ask of the gate), `report` (what a response said) and `answer` (what the
@@ -53,14 +53,14 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-#[cfg(feature = "redis")]
 // What the fleet's scripts are passed: each constant of the rules they transcribe.
 #[cfg(feature = "redis")]
 pub(crate) use rules::quota::SAME_WINDOW;
-pub use snapshot::GateSnapshot;
-pub use store::MemoryStore;
 #[cfg(feature = "redis")]
 pub(crate) use store::{FAR_BELOW, LOOK_AGAIN, MOST_PATIENCE, OUT_AT_MOST, PATIENCE};
+
+pub use snapshot::GateSnapshot;
+pub use store::MemoryStore;
 pub use store::{Reservation, StoreError, StoreFuture, Ticket, Window, WindowStore};
 pub(crate) use time::after;
 
