@@ -43,14 +43,16 @@ SLOW_TESTS=(--skip against_sfv)
 if [[ -z "${MUTANTS_FINAL_ONLY:-}" ]]; then
 # Pass 1: file groups in order of value; the fast suite takes ~3 s, so 30 s is a hang.
 FILE_GROUPS=(
-    "gate-key:src/gate/key/mod.rs"
+    "gate-key:src/gate/key/*.rs"
+    "gate-rules:src/gate/rules/*.rs"
+    "gate-call:src/gate/call/*.rs"
     "budget:src/budget.rs"
     "backoff:src/backoff.rs src/jitter.rs"
     "headers:src/headers/clock.rs src/headers/field.rs src/headers/info.rs src/headers/meter.rs src/headers/mod.rs src/headers/number.rs src/headers/retry_after.rs src/headers/structured/*.rs src/headers/x_ratelimit.rs"
     "ietf:src/headers/ietf.rs"
     "policy:src/policy/*.rs"
     "future:src/future/*.rs"
-    "gate:src/gate/mod.rs src/gate/store/mod.rs"
+    "gate:src/gate/*.rs src/gate/store/*.rs"
     "key:src/key.rs"
     "rest:src/layer.rs src/service.rs src/throttled.rs src/lib.rs"
 )

@@ -85,7 +85,7 @@ impl Gate {
     /// A call arriving with `budget` left to wait: let through at once, given a place in its
     /// queue, or turned away if the gate stays closed to it longer than that.
     pub(crate) fn arrive(&mut self, now: Instant, terms: Terms, budget: Duration) -> Arrival {
-        if self.waiters.of_mut(terms.metered).len() == 0 {
+        if self.waiters.of(terms.metered).len() == 0 {
             if let Release::Go { probe } = self.release(now, terms) {
                 return match self.spend(terms, now) {
                     Ok(()) => Arrival::Admitted(self.admit(probe, now, terms)),
@@ -138,12 +138,12 @@ impl Gate {
         waker: &Waker,
         terms: Terms,
     ) -> Result<Admission, Look> {
-        let Some(position) = self.waiters.of_mut(terms.metered).position(id) else {
+        let Some(position) = self.waiters.of(terms.metered).position(id) else {
             // Not queued: nothing holds it back.
             self.in_flight += 1;
             return Ok(self.admission(None, now, terms));
         };
-        if self.waiters.of_mut(terms.metered).is_rerouted(id) {
+        if self.waiters.of(terms.metered).is_rerouted(id) {
             self.leave(id, terms.metered);
             return Err(Look::Reroute);
         }
