@@ -19,7 +19,7 @@
 //!   waiting, with what holds it ([`Closed`]).
 
 pub(crate) mod answer;
-pub(crate) mod queue;
+mod queue;
 pub(crate) mod reopening;
 pub(crate) mod report;
 pub(crate) mod terms;
@@ -39,7 +39,7 @@ use crate::gate::rules::window::ReportedWindow;
 use crate::gate::time::{ServerClock, after};
 use crate::throttled::HeldBy;
 use answer::{Admission, Arrival, Closed, Hold, Look};
-use queue::Waiters;
+use queue::Queues;
 use reopening::{Release, Reopening};
 use report::Report;
 use terms::Terms;
@@ -64,7 +64,7 @@ pub(crate) struct Gate {
     server_clock: Option<ServerClock>,
     /// The key's token meters, less what calls declaring their cost spent.
     tokens: TokenMeters,
-    waiters: Waiters,
+    queues: Queues,
 }
 
 impl Gate {
@@ -85,7 +85,7 @@ impl Gate {
     /// A call arriving with `budget` left to wait: let through at once, given a place in its
     /// queue, or turned away if the gate stays closed to it longer than that.
     pub(crate) fn arrive(&mut self, now: Instant, terms: Terms, budget: Duration) -> Arrival {
-        if self.waiters.of(terms.metered).len() == 0 {
+        if self.queues.of(terms.metered).len() == 0 {
             if let Release::Go { probe } = self.release(now, terms) {
                 return match self.spend(terms, now) {
                     Ok(()) => Arrival::Admitted(self.admit(probe, now, terms)),
@@ -138,12 +138,12 @@ impl Gate {
         waker: &Waker,
         terms: Terms,
     ) -> Result<Admission, Look> {
-        let Some(position) = self.waiters.of(terms.metered).position(id) else {
+        let Some(position) = self.queues.of(terms.metered).position(id) else {
             // Not queued: nothing holds it back.
             self.in_flight += 1;
             return Ok(self.admission(None, now, terms));
         };
-        if self.waiters.of(terms.metered).is_rerouted(id) {
+        if self.queues.of(terms.metered).is_rerouted(id) {
             self.leave(id, terms.metered);
             return Err(Look::Reroute);
         }
@@ -154,9 +154,9 @@ impl Gate {
             match self.release(now, terms) {
                 Release::Go { probe } => match self.spend(terms, now) {
                     Ok(()) => {
-                        self.waiters.of_mut(terms.metered).pop_head();
+                        self.queues.of_mut(terms.metered).pop_head();
                         let admission = self.admit(probe, now, terms);
-                        self.waiters.wake_heads();
+                        self.queues.wake_heads();
                         return Ok(admission);
                     }
                     Err((until, by)) => {
@@ -174,7 +174,7 @@ impl Gate {
         } else {
             None
         };
-        self.waiters.of_mut(terms.metered).remember(position, waker);
+        self.queues.of_mut(terms.metered).remember(position, waker);
         Err(Look::Again(look_again))
     }
 
@@ -182,7 +182,7 @@ impl Gate {
     /// earliest it can tell: the closure, a spent window or a quota all out, a probe out, and
     /// the pace of those ahead. `None` if it is not waiting.
     pub(crate) fn estimate(&self, now: Instant, id: u64, terms: Terms) -> Option<Duration> {
-        let ahead = u32::try_from(self.waiters.of(terms.metered).position(id)?).unwrap_or(u32::MAX);
+        let ahead = u32::try_from(self.queues.of(terms.metered).position(id)?).unwrap_or(u32::MAX);
         let mut at = self.closure.until().map_or(now, |until| until.max(now));
         let quota = self.quota_within(at, terms);
         if let Some(reset_at) = quota.and_then(|quota| quota.all_out_until(self.in_flight)) {
@@ -225,23 +225,23 @@ impl Gate {
     ) -> Result<u64, Closed> {
         match self.beyond(now, budget, terms) {
             Some(closed) => Err(closed),
-            None => Ok(self.waiters.of_mut(terms.metered).push()),
+            None => Ok(self.queues.of_mut(terms.metered).push()),
         }
     }
 
     /// The waiter `id` gives up (its call was dropped, or its budget ran out).
     pub(crate) fn leave(&mut self, id: u64, metered: bool) {
-        let was_head = self.waiters.of_mut(metered).leave(id);
+        let was_head = self.queues.of_mut(metered).leave(id);
         self.reopening.left(self.waiters());
         if was_head {
-            self.waiters.wake_heads();
+            self.queues.wake_heads();
         }
     }
 
     /// Every call waiting now goes to the gate of its route's limit: the key's answers name the
     /// limits they count against (see `call::Call::learn_limit`).
     pub(crate) fn reroute_waiters(&mut self) {
-        self.waiters.reroute_all();
+        self.queues.reroute_all();
     }
 
     /// A response came back with `report`, for a request let through as `admitted`: the turn
@@ -267,7 +267,7 @@ impl Gate {
         }
         self.learn_from(admitted, report, now);
         self.take_in(report, admitted.epoch, admitted.learns, now);
-        self.waiters.wake_heads();
+        self.queues.wake_heads();
         match self.closed(now, Terms::EVERYTHING) {
             Some(_) if held_before => None,
             Some(closed) => Some(Episode::Closed(closed)),
@@ -304,12 +304,12 @@ impl Gate {
         if self.is_current_probe(admitted) {
             self.reopening.probe_lost();
         }
-        self.waiters.wake_heads();
+        self.queues.wake_heads();
     }
 
     /// The wakers of waiters that may now go: to be called once the registry is unlocked.
     pub(crate) fn take_wakes(&mut self) -> Vec<Waker> {
-        self.waiters.take_wakes()
+        self.queues.take_wakes()
     }
 
     /// Whether the gate remembers nothing a later call needs, so it may be forgotten.
@@ -340,7 +340,7 @@ impl Gate {
 
     /// How many calls wait.
     pub(crate) fn waiters(&self) -> usize {
-        self.waiters.len()
+        self.queues.len()
     }
 
     /// How many requests were let through and not answered.
@@ -1219,7 +1219,7 @@ mod tests {
         gate.leave(ids[3], true);
         assert_eq!(gate.waiters(), 0);
         assert!(
-            gate.waiters.of(true).is_drained(),
+            gate.queues.of(true).is_drained(),
             "gone places are dropped as they reach the front"
         );
         gate.leave(ids[3], true);

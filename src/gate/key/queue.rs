@@ -18,7 +18,7 @@ pub(crate) struct Queue {
 
 /// A gate's two queues, and the wakers of heads that may now go.
 #[derive(Default)]
-pub(crate) struct Waiters {
+pub(crate) struct Queues {
     /// Calls that respect the quota.
     metered: Queue,
     /// Calls whose layer does not.
@@ -26,7 +26,7 @@ pub(crate) struct Waiters {
     wakes: Vec<Waker>,
 }
 
-impl Waiters {
+impl Queues {
     /// The queue of calls that respect the quota (`metered`), or of those that do not.
     pub(crate) fn of(&self, metered: bool) -> &Queue {
         if metered {
@@ -37,7 +37,7 @@ impl Waiters {
     }
 
     /// The same, to change.
-    pub(crate) fn of_mut(&mut self, metered: bool) -> &mut Queue {
+    pub(super) fn of_mut(&mut self, metered: bool) -> &mut Queue {
         if metered {
             &mut self.metered
         } else {
@@ -52,7 +52,7 @@ impl Waiters {
 
     /// Each queue's head may go now: its waker is kept, to be called once the registry is
     /// unlocked.
-    pub(crate) fn wake_heads(&mut self) {
+    pub(super) fn wake_heads(&mut self) {
         for queue in [&mut self.metered, &mut self.unmetered] {
             if let Some(waker) = queue.take_head_waker() {
                 self.wakes.push(waker);
@@ -61,7 +61,7 @@ impl Waiters {
     }
 
     /// Every call waiting now goes to another gate: woken, it finds itself rerouted.
-    pub(crate) fn reroute_all(&mut self) {
+    pub(super) fn reroute_all(&mut self) {
         let wakes: Vec<Waker> = [&mut self.metered, &mut self.unmetered]
             .into_iter()
             .flat_map(Queue::reroute_all)
@@ -122,7 +122,7 @@ impl Queue {
     }
 
     /// The head goes through the gate.
-    pub(crate) fn pop_head(&mut self) {
+    pub(super) fn pop_head(&mut self) {
         self.slots.pop_front();
         self.waiting -= 1;
         self.drop_gone_front();
@@ -150,24 +150,24 @@ impl Queue {
     /// Every waiter now in the queue is to go to another gate: each is told the next time it
     /// looks, and every one is woken to look (the wakers, to be called once the registry is
     /// unlocked).
-    pub(crate) fn reroute_all(&mut self) -> impl Iterator<Item = Waker> + '_ {
+    pub(super) fn reroute_all(&mut self) -> impl Iterator<Item = Waker> + '_ {
         self.reroute_before = self.next_id;
         self.slots.iter_mut().filter_map(|slot| slot.waker.take())
     }
 
     /// Whether waiter `id` is to go to another gate.
-    pub(crate) fn is_rerouted(&self, id: u64) -> bool {
+    pub(super) fn is_rerouted(&self, id: u64) -> bool {
         id < self.reroute_before
     }
 
     /// The head's waker, to be called once the registry is unlocked.
-    pub(crate) fn take_head_waker(&mut self) -> Option<Waker> {
+    pub(super) fn take_head_waker(&mut self) -> Option<Waker> {
         self.slots.front_mut().and_then(|slot| slot.waker.take())
     }
 
     /// Whether no slot is held, not even of a waiter that left.
     #[cfg(test)]
-    pub(crate) fn is_drained(&self) -> bool {
+    pub(super) fn is_drained(&self) -> bool {
         self.slots.is_empty()
     }
 

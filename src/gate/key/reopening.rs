@@ -29,7 +29,7 @@ use super::terms::Terms;
 use crate::gate::time::after;
 
 /// The least spacing between two releases when the server's rate is unknown.
-pub(crate) const SPACING: Duration = Duration::from_millis(1);
+pub(super) const SPACING: Duration = Duration::from_millis(1);
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Phase {
@@ -72,7 +72,7 @@ pub(crate) struct Pace {
 
 /// Whether a request may go now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Release {
+pub(super) enum Release {
     /// Yes, as a probe or not.
     Go { probe: bool },
     /// Not before this instant (sooner, if a request out comes back).
@@ -81,7 +81,7 @@ pub(crate) enum Release {
 
 /// The reopening of one gate: where it stands after its last closure.
 #[derive(Debug, Default)]
-pub(crate) struct Reopening {
+pub(super) struct Reopening {
     phase: Phase,
     cause: Cause,
     /// With nothing known of the rate, how many requests may be out during the release.
@@ -102,7 +102,7 @@ impl Reopening {
     }
 
     /// The first call to a key known nothing of goes alone: it probes.
-    pub(crate) fn first_call(&mut self) {
+    pub(super) fn first_call(&mut self) {
         self.owe_probe(Cause::FirstCall);
     }
 
@@ -120,7 +120,7 @@ impl Reopening {
 
     /// A window the server said was spent has reset: unless a 429's probe is owed or out, the
     /// next request that respects the quota probes the new window.
-    pub(crate) fn window_reset(&mut self) {
+    pub(super) fn window_reset(&mut self) {
         let refusal_probe = matches!(self.cause, Cause::Refusal | Cause::Restored)
             && matches!(self.phase, Phase::Probe | Phase::Probing { .. });
         if !refusal_probe {
@@ -129,7 +129,7 @@ impl Reopening {
     }
 
     /// Whether the probe a 429's closure owes has not gone yet.
-    pub(crate) fn owes_refusal_probe(&self) -> bool {
+    pub(super) fn owes_refusal_probe(&self) -> bool {
         self.cause == Cause::Refusal && self.phase == Phase::Probe
     }
 
@@ -235,7 +235,7 @@ impl Reopening {
     }
 
     /// The probe out came back at `now`: refused, or healthy with `waiting` calls behind it.
-    pub(crate) fn probe_answered(&mut self, refused: bool, waiting: usize, now: Instant) {
+    pub(super) fn probe_answered(&mut self, refused: bool, waiting: usize, now: Instant) {
         if let Phase::Probing { sent } = self.phase {
             self.round_trip = now.saturating_duration_since(sent);
         }
@@ -252,28 +252,28 @@ impl Reopening {
 
     /// The probe out ended without an answer: that says nothing about the limit, so a probe
     /// is owed again.
-    pub(crate) fn probe_lost(&mut self) {
+    pub(super) fn probe_lost(&mut self) {
         self.phase = Phase::Probe;
     }
 
     /// Whether a probe is out.
-    pub(crate) fn is_probing(&self) -> bool {
+    pub(super) fn is_probing(&self) -> bool {
         matches!(self.phase, Phase::Probing { .. })
     }
 
     /// Whether `probe` is the probe out: the last to go, still unanswered.
-    pub(crate) fn is_probe_out(&self, probe: u64) -> bool {
+    pub(super) fn is_probe_out(&self, probe: u64) -> bool {
         self.is_probing() && probe == self.probes
     }
 
     /// Whether the probe owed or out follows a closure or a spent window, as opposed to a key's
     /// first call: only then does its healthy answer reopen anything.
-    pub(crate) fn follows_closure(&self) -> bool {
+    pub(super) fn follows_closure(&self) -> bool {
         self.cause != Cause::FirstCall
     }
 
     /// Whether the next request out must probe.
-    pub(crate) fn owes_probe(&self) -> bool {
+    pub(super) fn owes_probe(&self) -> bool {
         self.phase == Phase::Probe
     }
 

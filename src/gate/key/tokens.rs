@@ -50,7 +50,7 @@ impl TokenMeters {
     }
 
     /// Folds in what a response said of each meter, dropping meters whose window is over.
-    pub(crate) fn take_in(&mut self, reported: TokenMeters, now: Instant) {
+    pub(super) fn take_in(&mut self, reported: TokenMeters, now: Instant) {
         // Most keys have no token meter, and most responses report none.
         if reported == TokenMeters::NONE && *self == TokenMeters::NONE {
             return;
@@ -97,7 +97,7 @@ impl TokenMeters {
     }
 
     /// Whether any meter's window is still current.
-    pub(crate) fn is_known(&self, now: Instant) -> bool {
+    pub(super) fn is_known(&self, now: Instant) -> bool {
         self.0.iter().flatten().any(|quota| quota.reset_at > now)
     }
 }
