@@ -13,10 +13,10 @@ use tokio::time::Instant;
 use tower::{BoxError, Service};
 
 #[path = "../../examples/simulate/limiter.rs"]
-mod shape;
+mod simulated;
 
-use shape::Algorithm;
-pub use shape::Headers;
+use simulated::Algorithm;
+pub use simulated::Headers;
 
 /// Where the limiter's wall clock stands when it is made: what `Date` and epoch resets say.
 const WALL_AT_START: Duration = Duration::from_secs(1_700_000_000);
@@ -40,7 +40,7 @@ pub struct Limiter {
 
 /// What decides: the simulator's limiter, or a closure until a time.
 enum Decides {
-    Counting(shape::Limiter),
+    Counting(simulated::Limiter),
     ClosedUntil(Instant),
 }
 
@@ -60,13 +60,15 @@ impl Limiter {
             state: Arc::new(Mutex::new(LimiterState {
                 decides: match model {
                     Model::ClosedUntil(until) => Decides::ClosedUntil(until),
-                    Model::FixedWindow { limit, window } => Decides::Counting(shape::Limiter::new(
-                        Algorithm::FirstRequest,
-                        headers,
-                        limit,
-                        window,
-                        WALL_AT_START,
-                    )),
+                    Model::FixedWindow { limit, window } => {
+                        Decides::Counting(simulated::Limiter::new(
+                            Algorithm::FirstRequest,
+                            headers,
+                            limit,
+                            window,
+                            WALL_AT_START,
+                        ))
+                    }
                 },
                 origin: Instant::now(),
                 log: Vec::new(),
