@@ -420,7 +420,7 @@ async fn every_key_expires_on_its_own_under_its_prefix(target: &Target) {
 async fn the_redis_scripts_answer_as_the_in_memory_ledger_does(target: &Target) {
     let memory = tower_retry_after::store::MemoryStore::new();
     let redis = target.store("parity");
-    let key = Key::named("api");
+    let (long, short_lived) = (Key::named("api"), Key::named("api-short"));
     let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
     let mut draw = |below: u64| {
         seed ^= seed << 13;
@@ -430,6 +430,14 @@ async fn the_redis_scripts_answer_as_the_in_memory_ledger_does(target: &Target) 
     };
     let mut tickets = Vec::new();
     for step in 0..400 {
+        // Midway, on a key of its own, windows of tens of milliseconds, each waited out
+        // before the next step: their resets pass on both clocks, with up to two left and
+        // what is out deciding whether the reset restores the whole quota.
+        let short = (150..350).contains(&step);
+        let key = if short { &short_lived } else { &long };
+        if step == 150 || step == 350 {
+            tickets.clear();
+        }
         // Each step on the clock as it reads then: Redis keeps its own, so the in-memory
         // ledger must see time pass as Redis does.
         let now = SystemTime::now();
@@ -441,7 +449,7 @@ async fn the_redis_scripts_answer_as_the_in_memory_ledger_does(target: &Target) 
                 let metered = draw(4) > 0;
                 let mut answers = Vec::new();
                 for store in stores {
-                    answers.push(store.reserve(&key, metered, now).await.unwrap());
+                    answers.push(store.reserve(key, metered, now).await.unwrap());
                 }
                 match (&answers[0], &answers[1]) {
                     (Reservation::Granted(a), Reservation::Granted(b)) => {
@@ -480,6 +488,12 @@ async fn the_redis_scripts_answer_as_the_in_memory_ledger_does(target: &Target) 
                 // run's own time added, that the stores' clocks never disagree on it.
                 let reset = now + Duration::from_millis(10_000 + draw(3) * 400 + draw(2) * 5_000);
                 let window = match kind {
+                    4..=6 if short => Window {
+                        quota: Some((draw(3), now + Duration::from_millis(30 + draw(3) * 5))),
+                        // Small enough that the steps after a reset spend what it restored.
+                        limit: Some(2),
+                        ..Window::default()
+                    },
                     4..=6 => Window {
                         // Seldom spent: a spent window holds until its reset, past the run.
                         quota: Some((u64::from(draw(40) > 0) * (1 + draw(5)), reset)),
@@ -494,7 +508,10 @@ async fn the_redis_scripts_answer_as_the_in_memory_ledger_does(target: &Target) 
                     _ => Window::default(),
                 };
                 for store in stores {
-                    store.merge(&key, window, ticket, now).await.unwrap();
+                    store.merge(key, window, ticket, now).await.unwrap();
+                }
+                if short && window.quota.is_some() {
+                    tokio::time::sleep(Duration::from_millis(60)).await;
                 }
             }
         }

@@ -8,8 +8,8 @@
 //!
 //! Four rooms, and the files beside them:
 //!
-//! - `rules/`: the rules, pure (callers pass the time): `quota` and `closure`, generic over the
-//!   clock (a process's `Instant`, the store's wall clock); `window` and `learned`, on `Instant`.
+//! - `rules/`: the rules, pure (callers pass the time): `quota`, `closure` and `window`, generic
+//!   over the clock (a process's `Instant`, the store's wall clock); `learned`, on `Instant`.
 //! - `key/`: one key's gate as a composition of those rules (`mod.rs`), with `reopening` (the
 //!   probe and the paced release), `queue` (its waiters), `tokens` (token meters), `terms` (what
 //!   a call's settings ask of the gate), `report` (what a response said) and `answer` (what the
@@ -27,9 +27,9 @@
 //! | rule | file |
 //! |---|---|
 //! | a closure is never brought forward | `rules/closure.rs` (the fleet: `redis/merge.lua`) |
-//! | readings of one meter fold to the most restrictive figure | `rules/quota.rs` |
-//! | no more out than the quota says remain | `rules/quota.rs` |
-//! | a spent window restores its whole quota at its reset | `rules/window.rs` |
+//! | readings of one meter fold to the most restrictive figure | `rules/quota.rs` (the fleet: `redis/merge.lua`) |
+//! | no more out than the quota says remain | `rules/quota.rs` (the fleet: `redis/reserve.lua`) |
+//! | a spent window restores its whole quota at its reset | `rules/window.rs` (the fleet: `redis/reserve.lua`) |
 //! | the limit of a server that publishes none | `rules/learned.rs` (the fleet: `store/ledger.rs`, `redis/reserve.lua`) |
 //! | after a closure a probe goes first, alone; the backlog leaves paced | `key/reopening.rs` |
 //! | calls leave in arrival order | `key/queue.rs` |

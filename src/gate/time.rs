@@ -14,6 +14,36 @@ pub(crate) fn after(at: Instant, wait: Duration) -> Instant {
     at + wait.min(FAR)
 }
 
+/// An instant on either clock, as the rules shared by a gate and a shared store use it.
+pub(crate) trait Moment: Copy + Ord {
+    /// `self + by`, never overflowing: saturating far ahead on the monotonic clock, staying
+    /// put on a wall clock that can go no further (a caller's clock is never a reason to
+    /// panic).
+    fn later(self, by: Duration) -> Self;
+    /// How long after `earlier` this is: zero if it is not after.
+    fn since(self, earlier: Self) -> Duration;
+}
+
+impl Moment for Instant {
+    fn later(self, by: Duration) -> Self {
+        after(self, by)
+    }
+
+    fn since(self, earlier: Self) -> Duration {
+        self.saturating_duration_since(earlier)
+    }
+}
+
+impl Moment for SystemTime {
+    fn later(self, by: Duration) -> Self {
+        self.checked_add(by).unwrap_or(self)
+    }
+
+    fn since(self, earlier: Self) -> Duration {
+        self.duration_since(earlier).unwrap_or_default()
+    }
+}
+
 /// A lower bound of a server's clock: it read at least `date` at the instant `at`. A response's
 /// `Date` (plus `Age`) was written before the response was received, so at receipt the
 /// server's clock reads at least that; the server's clock runs at the monotonic clock's rate,

@@ -1,5 +1,5 @@
--- Folds what a response said into a key's window, by the rules of
--- `src/gate/store/ledger.rs` and `src/gate/rules/quota.rs`: the answered request is no longer
+-- Folds what a response said into a key's window, by the rules of `src/gate/store/ledger.rs`,
+-- `src/gate/rules/window.rs` and `src/gate/rules/quota.rs`: the answered request is no longer
 -- out; the later closure stands (never brought forward); within one window the lower count.
 -- KEYS[1]: the key's hash; KEYS[2]: its requests out. ARGV: closed_in, remaining, reset_in,
 -- limit, ticket, linger_ms (durations in milliseconds from now; -1: none), and same_window_ms:

@@ -1,4 +1,5 @@
--- Reserves one request of a key's window, by the rules of `src/gate/store/ledger.rs`.
+-- Reserves one request of a key's window, by the rules of `src/gate/store/ledger.rs` (its
+-- window's by `src/gate/rules/window.rs`).
 -- KEYS[1]: the key's hash; KEYS[2]: its requests out (a sorted set of tickets, scored by when
 -- each stops counting). ARGV: metered (1 or 0), look_again_ms, linger_ms, out_at_most_ms, and
 -- the ledger's constants for learning a limit: patience, most_patience, far_below.

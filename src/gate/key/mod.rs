@@ -449,9 +449,17 @@ impl Gate {
             self.reopening.restored();
             self.begin_epoch();
         }
-        if let Some(over) = self.window.take_over(now).filter(Quota::is_spent) {
+        // A window is spent at its reset if what was left of it is all out.
+        let spent_over = self
+            .window
+            .take_over(now)
+            .filter(|over| over.all_out_until(self.in_flight).is_some());
+        if let Some(over) = spent_over {
             self.begin_epoch();
-            if !self.window.restore(over, self.epoch, now) {
+            if !self
+                .window
+                .restore(over, u64::from(self.in_flight), self.epoch, now)
+            {
                 self.reopening.window_reset();
             }
         }
@@ -924,25 +932,33 @@ mod tests {
 
     #[test]
     fn a_reset_restores_the_whole_quota_the_server_gave_at_once_without_a_probe() {
-        let now = Instant::now();
-        let mut gate = Gate::new();
-        let reset = now + 10 * SECOND;
-        let whole = |remaining, reset_at| Report {
-            limit: Some(3),
-            ..quota(remaining, reset_at)
-        };
-        let first = gate.come(now).unwrap();
-        gate.answered(first, whole(0, reset), now);
-        let (_, waker) = waker();
-        let ids: Vec<u64> = (0..4).map(|_| gate.come(now).unwrap_err()).collect();
-        // At the reset the three the window holds go together, without a probe; the fourth
-        // waits for answers.
-        let (head, at) = gate.all_but_the_last_go_together(&ids, now, &waker);
-        assert_eq!(at, reset);
-        // The first answer replaces what was restored, whatever window it names: the
-        // restored one was taken to last ten seconds, as the one before did.
-        gate.answered(head, whole(1, reset + SECOND), reset);
-        assert_eq!(gate.quota(reset).unwrap().remaining, 1);
+        // Spent as the server said (none left), or by what is out (the last unit's answer is
+        // still out at the reset): either way the reset restores the whole quota.
+        for last_unit_out in [false, true] {
+            let now = Instant::now();
+            let mut gate = Gate::new();
+            let reset = now + 10 * SECOND;
+            let whole = |remaining, reset_at| Report {
+                limit: Some(3),
+                ..quota(remaining, reset_at)
+            };
+            let first = gate.come(now).unwrap();
+            gate.answered(first, whole(u64::from(last_unit_out), reset), now);
+            if last_unit_out {
+                gate.come(now).unwrap();
+            }
+            let (_, waker) = waker();
+            // At the reset the three restored (less the one still out) go together, without a
+            // probe; the next waits for answers.
+            let waiting = if last_unit_out { 3 } else { 4 };
+            let ids: Vec<u64> = (0..waiting).map(|_| gate.come(now).unwrap_err()).collect();
+            let (head, at) = gate.all_but_the_last_go_together(&ids, now, &waker);
+            assert_eq!(at, reset, "last unit out: {last_unit_out}");
+            // The first answer replaces what was restored, whatever window it names: the
+            // restored one was taken to last ten seconds, as the one before did.
+            gate.answered(head, whole(1, reset + SECOND), reset);
+            assert_eq!(gate.quota(reset).unwrap().remaining, 1);
+        }
     }
 
     #[test]

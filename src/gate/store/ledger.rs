@@ -1,13 +1,16 @@
 //! What a shared store keeps of one key for every process: its closure, its window's quota as
-//! the server last reported it, the requests reserved and not yet answered, and how to restore
-//! a spent window. Pure, on the wall clock; the Redis store's scripts follow the same rules.
+//! the server last reported it (by the gate's own window rules, on the wall clock), the
+//! requests reserved and not yet answered, and what the fleet learned where the server
+//! publishes no quota. Pure, on the wall clock; the Redis store's scripts follow the same rules.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use super::{Reservation, Ticket, Window};
 use crate::gate::rules::closure::Closure;
-use crate::gate::rules::quota::{Quota, fold};
+use crate::gate::rules::quota::Quota;
+use crate::gate::rules::window::ReportedWindow;
+use crate::gate::time::Moment;
 use crate::throttled::HeldBy;
 
 /// How long a call held by a restored window that is all reserved waits before it asks again:
@@ -35,21 +38,14 @@ pub(crate) const OUT_AT_MOST: Duration = Duration::from_secs(60);
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Ledger {
     closure: Closure<SystemTime>,
-    /// The quota of the current window, as the lowest report said.
-    quota: Option<Quota<SystemTime>>,
+    /// The current window, as the reports fold it (no epochs: a store hears no closures).
+    reported: ReportedWindow<SystemTime>,
     /// The requests reserved and not yet answered, by ticket, with when they stop counting.
     /// The server may not have counted any of them in the reports so far: each is taken off
     /// what they said is left (as a gate takes its requests in flight off).
     out: BTreeMap<u64, SystemTime>,
     /// Reservations made, ever: the next ticket's number.
     issued: u64,
-    /// The whole quota a window, where the server gave it: what a spent window's reset
-    /// restores.
-    limit: Option<u64>,
-    /// How long the current window lasts from its first report: a restored window's length.
-    span: Duration,
-    /// `quota` is what a reset restored, not a report: the next report replaces it.
-    restored: bool,
     /// Where the server publishes no quota: when the fleet's current window opened, and how
     /// many tickets were issued before it.
     opened: Option<(SystemTime, u64)>,
@@ -86,12 +82,16 @@ struct Learned {
 
 impl Ledger {
     /// The quota left for new reservations.
-    fn available(&self) -> Option<Quota<SystemTime>> {
-        let out = u64::try_from(self.out.len()).unwrap_or(u64::MAX);
-        self.quota.map(|quota| Quota {
-            remaining: quota.remaining.saturating_sub(out),
+    fn available(&self, now: SystemTime) -> Option<Quota<SystemTime>> {
+        self.reported.quota(now).map(|quota| Quota {
+            remaining: quota.remaining.saturating_sub(self.out()),
             reset_at: quota.reset_at,
         })
+    }
+
+    /// How many reserved requests are out.
+    fn out(&self) -> u64 {
+        u64::try_from(self.out.len()).unwrap_or(u64::MAX)
     }
 
     /// What is known of the key at `now`, to hold a process's own calls by.
@@ -99,22 +99,22 @@ impl Ledger {
         Window {
             closed_until: self.closure.in_force(now),
             quota: self
-                .available()
-                .filter(|quota| quota.reset_at > now && !self.restored)
+                .available(now)
+                .filter(|_| !self.reported.is_restored())
                 .map(|quota| (quota.remaining, quota.reset_at)),
-            limit: self.limit,
+            limit: self.reported.limit(),
         }
     }
 
     /// Whether anything is left to say at `now`.
     pub(crate) fn is_current(&self, now: SystemTime) -> bool {
         self.closure.in_force(now).is_some()
-            || self.quota.is_some_and(|quota| quota.reset_at > now)
+            || self.reported.quota(now).is_some()
             || self.out.values().any(|until| *until > now)
             || self
                 .opened
                 .zip(self.learned)
-                .is_some_and(|((opened, _), learned)| later(opened, learned.span) > now)
+                .is_some_and(|((opened, _), learned)| opened.later(learned.span) > now)
     }
 
     /// Reserves one request for a call about to go at `now`. A closure holds every call; a
@@ -130,10 +130,10 @@ impl Ledger {
         }
         self.out.retain(|_, until| *until > now);
         self.restore(now);
-        if let Some(quota) = self.available().filter(|quota| quota.reset_at > now) {
+        if let Some(quota) = self.available(now) {
             if metered && quota.is_spent() {
-                let until = if self.restored {
-                    later(now, LOOK_AGAIN)
+                let until = if self.reported.is_restored() {
+                    now.later(LOOK_AGAIN)
                 } else {
                     quota.reset_at
                 };
@@ -143,7 +143,7 @@ impl Ledger {
                 };
             }
         }
-        if self.quota.is_none() {
+        if self.reported.quota(now).is_none() {
             if let Some(until) = self.learned_hold(now).filter(|_| metered) {
                 return Reservation::NotBefore {
                     until,
@@ -156,7 +156,7 @@ impl Ledger {
             }
         }
         self.issued += 1;
-        self.out.insert(self.issued, later(now, OUT_AT_MOST));
+        self.out.insert(self.issued, now.later(OUT_AT_MOST));
         Reservation::Granted(Ticket::new(self.issued))
     }
 
@@ -166,7 +166,7 @@ impl Ledger {
     /// learned limit is all reserved in it.
     fn learned_hold(&mut self, now: SystemTime) -> Option<SystemTime> {
         if let (Some((opened, _)), Some(learned)) = (self.opened, self.learned.as_mut()) {
-            if now >= later(opened, learned.span) {
+            if now >= opened.later(learned.span) {
                 learned.unrefused += 1;
                 learned.raised = learned.unrefused >= learned.patience;
                 if learned.raised {
@@ -179,7 +179,7 @@ impl Ledger {
         if let (Some((opened, _)), None) = (self.opened, self.learned) {
             // Nothing learned yet: a window is measured over at most this long, so that a
             // refusal after a long quiet run does not teach a limit over all of it.
-            if now >= later(opened, OUT_AT_MOST) {
+            if now >= opened.later(OUT_AT_MOST) {
                 self.opened = None;
             }
         }
@@ -190,7 +190,7 @@ impl Ledger {
         }
         let (opened, issued_before) = *self.opened.get_or_insert((now, self.issued));
         let learned = self.learned?;
-        (self.issued - issued_before >= learned.limit).then_some(later(opened, learned.span))
+        (self.issued - issued_before >= learned.limit).then_some(opened.later(learned.span))
     }
 
     /// A refusal closing the key until `until`, to the request with `ticket`, where the
@@ -248,16 +248,8 @@ impl Ledger {
 
     /// A spent window that has reset by `now` gives the next the whole quota.
     fn restore(&mut self, now: SystemTime) {
-        let Some(over) = self.available().filter(|quota| quota.reset_at <= now) else {
-            return;
-        };
-        self.quota = None;
-        if let (true, Some(limit)) = (over.is_spent(), self.limit.filter(|limit| *limit > 0)) {
-            self.quota = Some(Quota {
-                remaining: limit,
-                reset_at: later(now, self.span),
-            });
-            self.restored = true;
+        if let Some(over) = self.reported.take_over(now) {
+            self.reported.restore(over, self.out(), 0, now);
         }
     }
 
@@ -269,12 +261,12 @@ impl Ledger {
             self.out.remove(&ticket.get());
         }
         if let Some(until) = window.closed_until.filter(|until| *until > now) {
-            if self.quota.is_none() && window.quota.is_none() {
+            if !self.reported.is_known() && window.quota.is_none() {
                 self.refusal(until, ticket);
             }
             self.closure.extend(until, HeldBy::Fleet);
         }
-        self.limit = window.limit.or(self.limit);
+        self.reported.report_limit(window.limit);
         let Some((remaining, reset_at)) = window.quota.filter(|(_, reset)| *reset > now) else {
             return;
         };
@@ -282,29 +274,12 @@ impl Ledger {
         self.learned = None;
         self.refused = None;
         self.opened = None;
-        let reported = Quota {
+        let quota = Quota {
             remaining,
             reset_at,
         };
-        let known = self.quota.filter(|quota| quota.reset_at > now);
-        let folded = match known {
-            Some(known) if !self.restored => fold(known, reported, false),
-            _ => {
-                self.span = reset_at.duration_since(now).unwrap_or_default();
-                Some(reported)
-            }
-        };
-        if let Some(quota) = folded {
-            self.quota = Some(quota);
-            self.restored = false;
-        }
+        self.reported.report(quota, None, None, 0, now);
     }
-}
-
-/// `by` after `at`, or `at` itself where the clock can go no further: a caller's clock is never
-/// a reason to panic.
-fn later(at: SystemTime, by: Duration) -> SystemTime {
-    at.checked_add(by).unwrap_or(at)
 }
 
 #[cfg(test)]
