@@ -27,12 +27,18 @@ impl<T> Quota<T> {
 }
 
 impl<T: Copy> Quota<T> {
+    /// What is left for new requests beside `out` requests still out: the server may not have
+    /// counted any of them in the figures so far.
+    pub(crate) fn left_beside(&self, out: u64) -> u64 {
+        self.remaining.saturating_sub(out)
+    }
+
     /// The reset of a window whose every unit left is taken by one of `in_flight` requests
     /// still out. Their answers may give some back (they come back in any order, so the
     /// lowest figure can run ahead of them): the gate waits for them, or for the reset,
     /// whichever comes first; it does not close.
     pub(crate) fn all_out_until(&self, in_flight: u32) -> Option<T> {
-        (self.remaining <= u64::from(in_flight)).then_some(self.reset_at)
+        (self.left_beside(u64::from(in_flight)) == 0).then_some(self.reset_at)
     }
 }
 

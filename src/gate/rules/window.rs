@@ -110,7 +110,7 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
     pub(crate) fn restore(&mut self, over: Quota<T>, out: u64, epoch: u64, now: T) -> bool {
         let Some(limit) = self
             .limit
-            .filter(|limit| *limit > 0 && over.remaining <= out)
+            .filter(|limit| *limit > 0 && over.left_beside(out) == 0)
         else {
             return false;
         };

@@ -84,7 +84,7 @@ impl Ledger {
     /// The quota left for new reservations.
     fn available(&self, now: SystemTime) -> Option<Quota<SystemTime>> {
         self.reported.quota(now).map(|quota| Quota {
-            remaining: quota.remaining.saturating_sub(self.out()),
+            remaining: quota.left_beside(self.out()),
             reset_at: quota.reset_at,
         })
     }
