@@ -94,8 +94,8 @@ pub enum HeldBy {
         /// The meter that lacks it.
         unit: Unit,
     },
-    /// The quota the layer learned from the server's refusals (it publishes none), spent
-    /// until the window it measured ends.
+    /// The pace the layer learned from what the server accepted and refused (it publishes no
+    /// quota): the call waited by it until its budget ran out.
     LearnedLimit,
     /// The calls ahead of it at the gate: the probe out after a closure, the pace the server
     /// asked for, or the quota all in flight.
@@ -130,7 +130,7 @@ impl fmt::Display for HeldBy {
                     name(*unit)
                 )
             }
-            HeldBy::LearnedLimit => f.write_str("the limit learned from the server's refusals"),
+            HeldBy::LearnedLimit => f.write_str("the pace learned from the server's refusals"),
             HeldBy::Queue => f.write_str("the calls ahead of it at the gate"),
             HeldBy::Fleet => f.write_str("another process, through the shared store"),
         }

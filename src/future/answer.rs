@@ -177,14 +177,21 @@ where
         now: Instant,
     ) -> Held {
         let settings = &self.config.settings;
+        // An instruction as the layer keeps it: lifted to the floor, so that no two attempts
+        // are ever back to back.
+        let floor = settings.backoff.floor();
         let retry = decision
             .filter(|decision| decision.action == Action::RateLimited && decision.retries())
             .map(|decision| Retry {
                 wait: decision.wait,
+                instructed: answer.instruction.map(|wait| wait.max(floor)),
                 budget: self.budget.time_left(settings),
             });
         let closed_until = closure(answer, decision, settings, unit).map(|wait| after(now, wait));
         let mut report = said.report(closed_until);
+        report.instructed_until = report
+            .instructed_until
+            .map(|until| until.max(after(now, floor)));
         if let Some(gate) = self.gate.as_ref() {
             if said.names_a_limit() {
                 gate.learn_limit(self.request.uri.path(), said, &mut report, now);

@@ -32,6 +32,8 @@ pub(crate) struct Pass {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Retry {
     pub(crate) wait: Duration,
+    /// What of the wait the server named.
+    pub(crate) instructed: Option<Duration>,
     pub(crate) budget: Duration,
 }
 
@@ -98,7 +100,7 @@ impl Pass {
         let hold = retry
             .and_then(|retry| {
                 let gate = table.gates.get_mut(&self.key)?;
-                Some(gate.hold(now, retry.wait, retry.budget, self.terms))
+                Some(gate.hold(now, retry.wait, retry.instructed, retry.budget, self.terms))
             })
             .unwrap_or(Hold::Free);
         drop(table);
@@ -133,7 +135,8 @@ impl Drop for Pass {
         if self.open {
             let admission = self.admission;
             let registry = &self.gates.registry;
-            registry.update(&self.key, |gate| gate.abandoned(admission));
+            let now = Instant::now();
+            registry.update(&self.key, |gate| gate.abandoned(admission, now));
             // Its reservation is no longer out: it says nothing else.
             if let (Some(shared), Some(ticket)) = (registry.shared.as_ref(), self.ticket) {
                 let now = registry.clocks().wall(Instant::now());
@@ -214,11 +217,14 @@ impl Place {
     /// it through, and what holds it (a closure or spent window, else the calls ahead).
     pub(crate) fn throttled(&self, now: Instant) -> Throttled {
         let table = self.gates.registry.lock();
-        let held_by = table
-            .gates
-            .get(&self.key)
-            .and_then(|gate| gate.closed(now, self.terms))
-            .map_or(HeldBy::Queue, |closed| closed.by);
+        let gate = table.gates.get(&self.key);
+        let held_by = match gate.and_then(|gate| gate.closed(now, self.terms)) {
+            Some(closed) => closed.by,
+            None if gate.is_some_and(|gate| gate.paced_by_learning(now, self.terms)) => {
+                HeldBy::LearnedLimit
+            }
+            None => HeldBy::Queue,
+        };
         drop(table);
         Throttled::new(self.key.clone(), self.estimate(now), held_by)
     }
@@ -272,6 +278,7 @@ mod tests {
         };
         let retry = Retry {
             wait,
+            instructed: Some(wait),
             budget: 120 * SECOND,
         };
         pass.answered(refusal, now, Some(retry)).0

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::gate::rules::learn::Tag;
 use crate::gate::time::ServerClock;
 use crate::throttled::HeldBy;
 
@@ -42,6 +43,8 @@ pub(crate) struct Admission {
     pub(crate) server_clock: Option<ServerClock>,
     /// The cap of its call, where the call is held by quotas the gate learned.
     pub(crate) learns: Option<Duration>,
+    /// What let it go, as far as the learned pace is concerned.
+    pub(crate) learn: Option<Tag<Instant>>,
 }
 
 impl Admission {
@@ -54,6 +57,7 @@ impl Admission {
             sent: now,
             server_clock: None,
             learns: None,
+            learn: None,
         }
     }
 }

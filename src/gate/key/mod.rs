@@ -33,7 +33,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::gate::rules::closure::Closure;
-use crate::gate::rules::learned::Learning;
+use crate::gate::rules::learn::Learn;
 use crate::gate::rules::quota::Quota;
 use crate::gate::rules::window::ReportedWindow;
 use crate::gate::time::{ServerClock, after};
@@ -58,8 +58,8 @@ pub(crate) struct Gate {
     reopening: Reopening,
     /// Requests let through carry the epoch they went in (see [`begin_epoch`](Self::begin_epoch)).
     epoch: u64,
-    /// What the server accepts where it publishes no quota.
-    learning: Learning,
+    /// How fast the server lets the key go where it publishes no quota.
+    learn: Learn<Instant>,
     /// The tightest bound of the server's clock its responses gave.
     server_clock: Option<ServerClock>,
     /// The key's token meters, less what calls declaring their cost spent.
@@ -193,19 +193,22 @@ impl Gate {
         Some((head + step.saturating_mul(ahead)).saturating_duration_since(now))
     }
 
-    /// A call with `terms` whose next attempt must wait `wait`, with `budget` left, waits in
-    /// its queue if the gate is closed to it at least that long, with every other call on the
-    /// key.
+    /// A call with `terms` whose next attempt must wait `wait` (of which the server named
+    /// `instructed`), with `budget` left, waits in its queue if the gate is closed to it at
+    /// least that long (as long as the server named: the spread a lone call adds is moot at
+    /// the one gate), with every other call on the key.
     pub(crate) fn hold(
         &mut self,
         now: Instant,
         wait: Duration,
+        instructed: Option<Duration>,
         budget: Duration,
         terms: Terms,
     ) -> Hold {
+        let needed = instructed.map_or(wait, |instructed| instructed.min(wait));
         if self
             .closed_for(now, terms)
-            .is_none_or(|closed_for| closed_for < wait)
+            .is_none_or(|closed_for| closed_for < needed)
         {
             return Hold::Free;
         }
@@ -299,8 +302,11 @@ impl Gate {
 
     /// A request let through as `admitted` ended without a response (dropped, or a transport
     /// error): that says nothing about the limit, so a probe is owed again.
-    pub(crate) fn abandoned(&mut self, admitted: Admission) {
+    pub(crate) fn abandoned(&mut self, admitted: Admission, now: Instant) {
         self.returned(admitted);
+        if let Some(tag) = admitted.learn {
+            self.learn.abandoned(tag, now);
+        }
         if self.is_current_probe(admitted) {
             self.reopening.probe_lost();
         }
@@ -323,7 +329,7 @@ impl Gate {
             && self.in_flight == 0
             && self.closure.in_force(now).is_none()
             && self.window.quota(now).is_none()
-            && self.learning.quota(now).is_none()
+            && !self.learn.is_current(now)
             && !self.tokens.is_known(now)
             && !self.reopening.is_probing()
             && !probe_owed
@@ -356,12 +362,14 @@ impl Gate {
     /// Learns from what the server accepted and refused, while it publishes no quota.
     fn learn_from(&mut self, admitted: Admission, report: Report, now: Instant) {
         if report.quota.is_some() || report.pace.is_some() {
-            self.learning.forget();
-        } else if report.refused {
-            self.learning
-                .refused(admitted.sent, now, report.instructed_until);
-        } else {
-            self.learning.accepted(admitted.sent, now);
+            self.learn.forget();
+        } else if let Some(tag) = admitted.learn {
+            if report.refused {
+                self.learn
+                    .refused(tag, now, report.instructed_until, report.closed_until);
+            } else {
+                self.learn.accepted(tag, admitted.sent, now);
+            }
         }
     }
 
@@ -378,9 +386,7 @@ impl Gate {
             // Where the learned quota goes at once when the instruction ends, that quota bounds
             // what goes then: a spread after it would only idle the key.
             let until = match report.instructed_until {
-                Some(instructed)
-                    if learns.is_some_and(|cap| self.learning.restores_when_reopened(cap)) =>
-                {
+                Some(instructed) if learns.is_some() && self.learn.is_known() => {
                     until.min(instructed)
                 }
                 _ => until,
@@ -412,42 +418,30 @@ impl Gate {
         self.epoch += 1;
     }
 
-    /// The quota that holds a call with `terms`: as last reported, or else as learned, for a
-    /// call held by learned quotas, if that window ends within its cap; none for a call that
-    /// does not respect the quota. A learned quota is the layer's estimate, not something the
-    /// server said: it paces calls within the cap, and never fails one as an instruction
-    /// beyond the cap does.
+    /// The quota that holds a call with `terms`, as last reported; none for a call that does
+    /// not respect the quota.
     fn quota_within(&self, now: Instant, terms: Terms) -> Option<Quota> {
-        let learned = || {
-            self.learning
-                .quota(now)
-                .filter(|quota| terms.learned && quota.reset_at <= after(now, terms.cap))
-        };
-        self.quota(now).or_else(learned).filter(|_| terms.metered)
+        self.quota(now).filter(|_| terms.metered)
     }
 
-    /// The reset of the spent window that holds a call with `terms`, if one does, and what
-    /// set it: the meter the server said is spent, or the limit learned from its refusals.
+    /// The reset of the spent window that holds a call with `terms`, if one does, and the
+    /// meter the server said is spent.
     fn spent(&self, now: Instant, terms: Terms) -> Option<(Instant, HeldBy)> {
         let quota = self.quota_within(now, terms).filter(Quota::is_spent)?;
-        let by = match self.quota(now) {
-            Some(_) => self.window.spent_by().unwrap_or(HeldBy::Fleet),
-            None => HeldBy::LearnedLimit,
-        };
+        let by = self.window.spent_by().unwrap_or(HeldBy::Fleet);
         Some((quota.reset_at, by))
+    }
+
+    /// Whether the pace learned of a server that publishes no quota holds a call with `terms`
+    /// at `now`.
+    pub(crate) fn paced_by_learning(&self, now: Instant, terms: Terms) -> bool {
+        terms.learned && terms.metered && self.quota(now).is_none() && self.learn.is_known()
     }
 
     /// Whether the next request of a call with `terms` may go now, and on what terms.
     fn release(&mut self, now: Instant, terms: Terms) -> Release {
         if let Some(until) = self.closure.in_force(now) {
             return Release::At(until);
-        }
-        if terms.learned
-            && self.reopening.owes_refusal_probe()
-            && self.learning.reopened(now, terms.cap)
-        {
-            self.reopening.restored();
-            self.begin_epoch();
         }
         // A window is spent at its reset if what was left of it is all out.
         let spent_over = self
@@ -463,13 +457,17 @@ impl Gate {
                 self.reopening.window_reset();
             }
         }
-        if self.learning.spent_window_over(now) {
-            // A learned window whose quota went out is over, and its length is a guess: the
-            // next request probes the new one, as after a spent window the server reported.
-            self.reopening.window_reset();
-            self.begin_epoch();
-        }
         let quota = self.quota_within(now, terms);
+        if self.paced_by_learning(now, terms) {
+            // What the server accepts where it publishes no quota, as learned: it paces a call
+            // within its cap, and never holds one longer (it is the layer's estimate, not an
+            // instruction).
+            let out = u64::from(self.in_flight);
+            return match self.learn.next(now, out, terms.probe_timeout) {
+                Some(at) if at <= after(now, terms.cap) => Release::At(at),
+                _ => Release::Go { probe: false },
+            };
+        }
         if let Some(quota) = quota {
             if quota.is_spent() {
                 return Release::At(quota.reset_at);
@@ -483,9 +481,19 @@ impl Gate {
     }
 
     fn admit(&mut self, probe: bool, now: Instant, terms: Terms) -> Admission {
+        let paced = self.paced_by_learning(now, terms);
+        let learn = self.learn.sent(now, u64::from(self.in_flight));
         self.in_flight += 1;
-        let probe = self.reopening.admitted(probe, now, terms);
-        self.admission(probe, now, terms)
+        // The first call the learned pace lets go after a closure is the probe the others owe.
+        let probe = match paced {
+            true if self.reopening.owes_probe() => self.reopening.admitted(true, now, terms),
+            true => None,
+            false => self.reopening.admitted(probe, now, terms),
+        };
+        Admission {
+            learn: Some(learn),
+            ..self.admission(probe, now, terms)
+        }
     }
 
     /// A request let through as `admitted` is no longer out.
@@ -504,6 +512,7 @@ impl Gate {
             sent: now,
             server_clock: self.server_clock,
             learns: terms.learned.then_some(terms.cap),
+            learn: None,
         }
     }
 
@@ -529,15 +538,23 @@ mod tests {
     const MS: Duration = Duration::from_millis(1);
     const SECOND: Duration = Duration::from_secs(1);
 
-    /// The terms of a call through a layer with the default settings.
+    /// The terms of a call through a layer with the default settings but learning, which
+    /// the law's own tests below take on (`LEARNING`): the reopening, quotas and closures are
+    /// tested apart from it.
     const TERMS: Terms = Terms {
         metered: true,
         cap: Duration::from_secs(60),
         longest_wait: Duration::from_secs(61),
         probe_timeout: Duration::from_secs(10),
         slow_start: true,
-        learned: true,
+        learned: false,
         cost: None,
+    };
+
+    /// The terms of a call through a layer with the default settings.
+    const LEARNING: Terms = Terms {
+        learned: true,
+        ..TERMS
     };
 
     /// The terms of a call through a layer that does not respect the quota.
@@ -868,66 +885,111 @@ mod tests {
     }
 
     #[test]
-    fn a_closure_a_learned_quota_follows_ends_with_the_instruction_and_restores_it_at_once() {
+    fn after_a_refusal_the_learned_burst_goes_at_once_where_the_instruction_ends() {
         let now = Instant::now();
         let mut gate = Gate::new();
-        let heard = learned_three_then_refused(&mut gate, now, TERMS);
-        // The learned quota bounds what goes at the reopening: no spread idles the key.
-        assert_eq!(gate.closed_for(heard, TERMS), Some(SECOND));
+        let heard = learned_three_then_refused(&mut gate, now, LEARNING);
+        // What the key accepted bounds what goes at the reopening: no spread idles the key.
+        assert_eq!(gate.closed_for(heard, LEARNING), Some(SECOND));
         let (_, waker) = waker();
-        let ids: Vec<u64> = (0..5).map(|_| gate.come(heard).unwrap_err()).collect();
-        // One window's count is a trial: four go together, without a probe (the instruction
-        // named the end); the fifth waits.
-        let (_, at) = gate.all_but_the_last_go_together(&ids, heard, &waker);
-        assert_eq!(at, heard + SECOND);
+        let ids: Vec<u64> = (0..5)
+            .map(|_| gate.arrive_as(heard, LEARNING).unwrap_err())
+            .collect();
+        let open = heard + SECOND;
+        let (_, at) = gate.poll_until_let_through(ids[0], heard, &waker, LEARNING);
+        assert_eq!(at, open);
+        // The instruction named the reset: the others go with it, waiting for no probe.
+        for id in &ids[1..3] {
+            assert!(gate.ask(*id, open, &waker, LEARNING).is_ok());
+        }
+        assert!(
+            gate.ask(ids[3], open, &waker, LEARNING).is_err(),
+            "three went, as many as the key accepted"
+        );
 
         // A layer that does not learn keeps the spread, and probes.
-        let unlearned = UNLEARNED;
         let mut gate = Gate::new();
-        let heard = learned_three_then_refused(&mut gate, now, unlearned);
-        assert_eq!(gate.closed_for(heard, unlearned), Some(SECOND + 80 * MS));
-        let id = gate.arrive_as(heard, unlearned).unwrap_err();
-        let (head, _) = gate.poll_until_let_through(id, heard, &waker, unlearned);
+        let heard = learned_three_then_refused(&mut gate, now, UNLEARNED);
+        assert_eq!(gate.closed_for(heard, UNLEARNED), Some(SECOND + 80 * MS));
+        let id = gate.arrive_as(heard, UNLEARNED).unwrap_err();
+        let (head, _) = gate.poll_until_let_through(id, heard, &waker, UNLEARNED);
         assert!(head.probe.is_some());
     }
 
     /// The terms of a call through a layer that does not learn limits.
-    const UNLEARNED: Terms = Terms {
-        learned: false,
-        ..TERMS
-    };
+    const UNLEARNED: Terms = TERMS;
 
     #[test]
-    fn a_call_the_learned_quota_does_not_hold_still_probes_after_it_was_restored() {
+    fn the_first_call_the_learned_pace_lets_go_is_the_probe_the_others_owe() {
         let now = Instant::now();
         let mut gate = Gate::new();
-        let heard = learned_three_then_refused(&mut gate, now, TERMS);
-        let open = heard + SECOND;
-        let restored = gate.come(open).unwrap();
-        assert!(restored.probe.is_none());
-        let unlearned = gate.arrive_as(open, UNLEARNED).unwrap();
-        assert!(
-            unlearned.probe.is_some(),
-            "the closure's probe is still owed"
-        );
+        let heard = learned_three_then_refused(&mut gate, now, LEARNING);
+        let open = heard + SECOND + 80 * MS;
+        let paced = gate.arrive_as(open, LEARNING).unwrap();
+        assert!(paced.probe.is_some());
+        let (_, waker) = waker();
+        let unlearned = gate.arrive_as(open, UNLEARNED).unwrap_err();
+        assert!(gate.ask(unlearned, open, &waker, UNLEARNED).is_err());
+        let back = open + 30 * MS;
+        gate.answered(paced, HEALTHY, back);
+        let let_through = gate.ask(unlearned, back, &waker, UNLEARNED).unwrap();
+        assert!(let_through.probe.is_none(), "the probe came back healthy");
     }
 
     #[test]
-    fn a_probe_out_when_a_learning_call_arrives_is_not_orphaned() {
+    fn the_learned_pace_never_holds_a_call_beyond_its_cap() {
         let now = Instant::now();
         let mut gate = Gate::new();
-        let heard = learned_three_then_refused(&mut gate, now, TERMS);
+        let heard = learned_three_then_refused(&mut gate, now, LEARNING);
         let open = heard + SECOND;
+        for _ in 0..3 {
+            gate.arrive_as(open, LEARNING).unwrap();
+        }
+        // The burst is out and the period runs a second: a call capped below it goes anyway.
+        let short = Terms {
+            cap: 100 * MS,
+            ..LEARNING
+        };
+        assert!(
+            gate.arrive_as(open, short).is_ok(),
+            "the pace is beyond its cap"
+        );
+        assert!(gate.arrive_as(open, LEARNING).is_err(), "held by the pace");
+    }
+
+    #[test]
+    fn a_request_that_hangs_holds_the_learned_pace_no_longer_than_a_probe_would() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let heard = learned_three_then_refused(&mut gate, now, LEARNING);
+        let open = heard + SECOND;
+        for _ in 0..3 {
+            gate.arrive_as(open, LEARNING).unwrap();
+        }
         let (_, waker) = waker();
-        // A call that does not learn comes first: it probes, as before any learning.
-        let probe = gate.arrive_as(open, UNLEARNED).unwrap();
-        assert!(probe.probe.is_some());
-        // A learning call waits for that probe, and goes the moment it comes back healthy.
-        let id = gate.come(open).unwrap_err();
-        assert!(gate.ask(id, open, &waker, TERMS).is_err());
-        let back = open + 30 * MS;
-        gate.answered(probe, HEALTHY, back);
-        assert!(gate.ask(id, back, &waker, TERMS).is_ok());
+        // A new window: the three out never answer.
+        let later = open + 2 * SECOND;
+        let id = gate.arrive_as(later, LEARNING).unwrap_err();
+        assert!(
+            gate.ask(id, later, &waker, LEARNING).is_err(),
+            "all three out"
+        );
+        let hung = open + LEARNING.probe_timeout;
+        assert!(gate.ask(id, hung, &waker, LEARNING).is_ok());
+    }
+
+    #[test]
+    fn meters_make_what_was_learned_moot() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let heard = learned_three_then_refused(&mut gate, now, LEARNING);
+        let open = heard + SECOND;
+        let admitted = gate.arrive_as(open, LEARNING).unwrap();
+        gate.answered(admitted, quota(50, open + 10 * SECOND), open);
+        for _ in 0..10 {
+            gate.arrive_as(open, LEARNING)
+                .expect("the quota the server reported, not the learned burst");
+        }
     }
 
     #[test]
@@ -1192,7 +1254,7 @@ mod tests {
         let first = gate.come(now).unwrap_err();
         let second = gate.come(now).unwrap_err();
         let (probe, open) = gate.go(first, now, &waker);
-        gate.abandoned(probe);
+        gate.abandoned(probe, now);
         assert_eq!(gate.in_flight(), 0);
         let next = gate.ask(second, open, &waker, TERMS).unwrap();
         assert!(next.probe.is_some(), "the next one probes");

@@ -3,9 +3,8 @@
 //!
 //! - After a closure the first request out is a probe: nobody else goes until it comes back,
 //!   so the episode costs at most that one refusal if the server still refuses. Where the gate
-//!   learned the key's quota and the closure's instruction named the end of the window it
-//!   refused in, the calls the learned quota holds go at once up to it instead, as at a reset
-//!   the server reported; the others still probe.
+//!   learned how fast a server that publishes no quota lets the key go (`rules::learn`), that
+//!   law releases the calls it holds instead; the others still probe.
 //! - The backlog is the calls waiting when the probe came back healthy. Where the server gave
 //!   its quota, they leave at once up to it; where it gave its policy, at the policy's rate;
 //!   where it gave nothing, on a ramp: one more request out for each healthy answer (the burst
@@ -55,8 +54,6 @@ enum Cause {
     SpentWindow,
     /// Nothing is known of the key yet: calls that take part in the slow start.
     FirstCall,
-    /// A 429 whose closure restored the learned quota: calls the learned quota does not hold.
-    Restored,
 }
 
 /// The server's policy as a spacing between requests, and until when it stands.
@@ -121,24 +118,10 @@ impl Reopening {
     /// A window the server said was spent has reset: unless a 429's probe is owed or out, the
     /// next request that respects the quota probes the new window.
     pub(super) fn window_reset(&mut self) {
-        let refusal_probe = matches!(self.cause, Cause::Refusal | Cause::Restored)
+        let refusal_probe = self.cause == Cause::Refusal
             && matches!(self.phase, Phase::Probe | Phase::Probing { .. });
         if !refusal_probe {
             self.owe_probe(Cause::SpentWindow);
-        }
-    }
-
-    /// Whether the probe a 429's closure owes has not gone yet.
-    pub(super) fn owes_refusal_probe(&self) -> bool {
-        self.cause == Cause::Refusal && self.phase == Phase::Probe
-    }
-
-    /// The quota learned for the key goes at once where the closure ended, as a reset the
-    /// server reported restores its own: calls that quota holds owe no probe, the others still
-    /// do.
-    pub(crate) fn restored(&mut self) {
-        if self.owes_refusal_probe() {
-            self.cause = Cause::Restored;
         }
     }
 
@@ -154,7 +137,6 @@ impl Reopening {
             Cause::Refusal => true,
             Cause::SpentWindow => terms.metered,
             Cause::FirstCall => terms.slow_start,
-            Cause::Restored => !terms.learned,
         }
     }
 
