@@ -10,8 +10,11 @@ use crate::throttled::HeldBy;
 
 /// Until when a key is closed (an instant on the clock `T`), and by what.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "redis", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct Closure<T = Instant> {
     until: Option<T>,
+    /// (A shared store's closures are all the fleet's: it keeps no cause.)
+    #[cfg_attr(feature = "redis", serde(skip))]
     by: Option<HeldBy>,
 }
 

@@ -14,6 +14,7 @@ pub(crate) const SAME_WINDOW: Duration = Duration::from_secs(2);
 /// The quota the server last reported, while its window lasts: how much is left, and when the
 /// window resets (an instant on the clock `T`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "redis", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct Quota<T = Instant> {
     pub(crate) remaining: u64,
     pub(crate) reset_at: T,

@@ -21,9 +21,12 @@ use crate::throttled::HeldBy;
 
 /// What is known of the window the server reports, on the clock `T`.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "redis", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct ReportedWindow<T = Instant> {
     quota: Option<Quota<T>>,
-    /// The meter `quota` was reported by, as it holds calls once spent.
+    /// The meter `quota` was reported by, as it holds calls once spent (a shared store keeps
+    /// none).
+    #[cfg_attr(feature = "redis", serde(skip))]
     by: Option<HeldBy>,
     /// The epoch of the request whose answer gave `quota`.
     epoch: u64,

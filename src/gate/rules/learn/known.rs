@@ -1,0 +1,138 @@
+//! What the law (`super`) learned of a key, and what a round says of it once judged: rules 1
+//! to 4 of the law.
+
+use std::time::Duration;
+
+use super::round::Round;
+use super::search::Search;
+use super::{ANSWER, BETA, TICK};
+use crate::gate::time::Moment;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "redis", derive(serde::Serialize, serde::Deserialize))]
+pub(super) struct Known<T> {
+    pub(super) burst: Search<T>,
+    /// Tokens a second between resets; zero where the server keeps windows.
+    pub(super) rate: Search<T>,
+    /// A rate beyond the burst was accepted: a refusal beyond it then cuts it, not zeroes it.
+    pub(super) rate_proven: bool,
+    /// `None` until a refusal without an instruction is followed by an acceptance.
+    pub(super) period: Option<Duration>,
+    /// The server named a reset: the period is its, not a guess to probe.
+    pub(super) named: bool,
+    /// The longest a window was seen to run, a request refused that long after it began.
+    pub(super) floor: Duration,
+}
+
+impl<T: Moment> Known<T> {
+    /// What the first refusal that followed an acceptance teaches: the count `accepted` is the
+    /// burst; nothing else yet.
+    pub(super) fn new(accepted: u64) -> Self {
+        Known {
+            burst: Search::new(accepted.max(1) as f64, 1.0),
+            rate: Search::new(0.0, 0.0),
+            rate_proven: false,
+            period: None,
+            named: false,
+            floor: Duration::ZERO,
+        }
+    }
+
+    /// What `round`, ended and answered, says at `now`: of the period (rule 4) and of the
+    /// burst and the rate (rules 1 to 3).
+    pub(super) fn judge(&mut self, round: &Round<T>, now: T) {
+        if let (Some(until), Some(began)) = (round.earliest, round.began) {
+            let measured = until.since(began).max(TICK);
+            self.period = Some(self.period.map_or(measured, |period| period.min(measured)));
+            self.named = true;
+        }
+        if let (Some(refused), Some(began)) = (round.refused_sent, round.window()) {
+            self.floor = self.floor.max(refused.since(began));
+            if self.period.is_some_and(|period| period <= self.floor) {
+                // Refused later than the period it went by: the period was too short.
+                self.period = Some(self.floor + self.floor / 8);
+            }
+        }
+        if round.cold {
+            self.burst = Search::new(round.burst_accepted.max(1) as f64, 1.0);
+            if let Some(period) = self.period {
+                let one_more = (self.burst() + 1) as f64 / period.as_secs_f64();
+                self.rate.raise_to(one_more);
+            }
+        } else if round.probing.is_none() || round.probed {
+            // (A probe refused says only that the window was still on.)
+            judge(self, round, now);
+        }
+    }
+
+    pub(super) fn burst(&self) -> u64 {
+        self.burst.value.max(1.0) as u64
+    }
+
+    pub(super) fn keeps_windows(&self) -> bool {
+        self.period
+            .is_none_or(|period| self.rate.value * period.as_secs_f64() < self.burst() as f64)
+    }
+}
+
+/// What a round that ended at `now` says of the burst and the rate, and what it raises.
+fn judge<T: Moment>(known: &mut Known<T>, round: &Round<T>, now: T) {
+    let (cost, held) = (round.cost.as_secs_f64(), round.held);
+    let period = known.period.unwrap_or(ANSWER);
+    let (burst, rate) = (&mut known.burst, &mut known.rate);
+    if round.burst_refused || (round.trial_refused && burst.trying) {
+        let accepted = (round.burst_accepted + round.paced_accepted).min(round.burst_sent) as f64;
+        burst.refused(
+            accepted + 1.0,
+            accepted.max(1.0).min(burst.value),
+            cost,
+            now,
+        );
+    } else if let Some(out) = round.crowded {
+        let out = out as f64;
+        burst.refused(out, (out - 1.0).max(1.0).min(burst.value), cost, now);
+    } else if burst.trying && round.burst_tried && round.refused.is_none() {
+        burst.keep();
+    }
+    if round.burst_refused || round.crowded.is_some() || (round.trial_refused && burst.trying) {
+        // What the burst explains shows nothing of the rate.
+        if rate.trying {
+            rate.drop_trial();
+        }
+    } else if round.trial_refused && rate.trying {
+        rate.refused(rate.value, rate.kept, cost, now);
+    } else if round.paced_refused {
+        let to = if known.rate_proven {
+            rate.value * BETA
+        } else {
+            0.0
+        };
+        rate.refused(rate.value, to, cost, now);
+    } else if rate.trying && round.rate_tried && round.refused.is_none() {
+        rate.keep();
+    }
+    known.rate_proven |= round.paced_accepted > 0 && rate.value > 0.0 && !rate.trying;
+    // A raise that never bound showed nothing: what did bind may be raised instead.
+    if burst.trying && !round.burst_tried {
+        burst.drop_trial();
+    }
+    if rate.trying && !round.rate_tried {
+        rate.drop_trial();
+    }
+    if round.refused.is_some() || burst.trying || rate.trying {
+        return;
+    }
+    if held.token {
+        if rate.may_raise(now, period) {
+            rate.raise();
+        }
+    } else if held.out || held.reset {
+        let from_zero = held.reset && rate.value <= 0.0 && rate.may_raise(now, period);
+        if burst.may_raise(now, period) && !(from_zero && burst.cost > rate.cost) {
+            burst.raise();
+        } else if from_zero {
+            let one_more = (burst.value.max(1.0).floor() + 1.0) / period.as_secs_f64();
+            rate.raise_to(one_more);
+        }
+    }
+}

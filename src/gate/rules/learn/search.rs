@@ -1,0 +1,238 @@
+//! One learned quantity of the law (`super`), and the search that raises it: like TCP's BIC,
+//! halfway to the least value refused, and beyond it by a step that doubles while kept.
+
+use std::time::Duration;
+
+use crate::gate::time::Moment;
+
+/// One learned quantity, and the search that raises it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "redis", derive(serde::Serialize, serde::Deserialize))]
+pub(super) struct Search<T> {
+    pub(super) value: f64,
+    /// The value before the raise on trial, which is on while `trying`.
+    pub(super) kept: f64,
+    pub(super) trying: bool,
+    /// The least value refused since the value was last above it.
+    pub(super) max: Option<f64>,
+    pub(super) step: f64,
+    pub(super) least: f64,
+    /// When it was last lowered, what that refusal cost (seconds), raises undone in a row.
+    pub(super) lowered: Option<T>,
+    pub(super) cost: f64,
+    pub(super) undone: u32,
+}
+
+impl<T: Moment> Search<T> {
+    pub(super) fn new(value: f64, least: f64) -> Self {
+        Search {
+            value,
+            kept: value,
+            trying: false,
+            max: None,
+            step: least.max(value / 16.0),
+            least,
+            lowered: None,
+            cost: 0.0,
+            undone: 0,
+        }
+    }
+
+    /// Whether it has closed in on the least value refused: a raise then goes beyond it.
+    pub(super) fn converged(&self) -> bool {
+        // From zero there is nothing to halve: the one value tried is tried again, later.
+        self.max.is_some_and(|max| {
+            self.kept <= 0.0 || max - self.kept <= self.least.max(self.kept / 16.0)
+        })
+    }
+
+    pub(super) fn may_raise(&self, now: T, period: Duration) -> bool {
+        let doubled = f64::from(1u32 << self.undone.min(16));
+        let repaid = |lowered: T| {
+            let waited = now.since(lowered);
+            waited >= period * (1 << self.undone.min(6))
+                && waited.as_secs_f64() * self.step.max(self.least)
+                    >= doubled * self.value * self.cost
+        };
+        !self.trying && (!self.converged() || self.lowered.is_none_or(repaid))
+    }
+
+    pub(super) fn raise(&mut self) {
+        let to = match self.max {
+            Some(max) if !self.converged() => (self.value + max) / 2.0,
+            _ => self.value + self.step,
+        };
+        (self.kept, self.value, self.trying) = (self.value, to.max(self.value + self.least), true);
+    }
+
+    /// A raise to `to`, from which the search steps on.
+    pub(super) fn raise_to(&mut self, to: f64) {
+        self.step = to - self.value;
+        (self.kept, self.value, self.trying) = (self.value, to, true);
+    }
+
+    pub(super) fn keep(&mut self) {
+        (self.kept, self.trying, self.undone) = (self.value, false, 0);
+        if self.max.is_some_and(|max| max <= self.value) {
+            self.max = None;
+        }
+        if self.max.is_none() {
+            self.step *= 2.0;
+        }
+    }
+
+    /// The raise on trial showed nothing (it never bound): dropped.
+    pub(super) fn drop_trial(&mut self) {
+        (self.value, self.trying) = (self.kept, false);
+    }
+
+    /// Refused at `refused`, of which `to` went: a raise on trial is undone if what went was
+    /// no less than the value kept; otherwise the value falls to `to`, by half at most.
+    pub(super) fn refused(&mut self, refused: f64, to: f64, cost: f64, now: T) {
+        let undo = self.trying && to >= self.kept;
+        let value = if undo {
+            self.kept
+        } else {
+            to.max(self.kept / 2.0)
+        };
+        if !undo {
+            self.max = Some(self.kept);
+        }
+        if undo || to >= self.kept / 2.0 {
+            self.max = Some(self.max.map_or(refused, |max| max.min(refused)));
+        }
+        self.undone = if undo { self.undone + 1 } else { self.undone };
+        (self.value, self.kept, self.trying) = (value, value, false);
+        self.step = (self.step / 2.0).max(self.least);
+        (self.lowered, self.cost) = (Some(now), cost);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::SystemTime;
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    fn search(value: f64) -> Search<SystemTime> {
+        Search::new(value, 1.0)
+    }
+
+    #[test]
+    fn a_raise_goes_halfway_to_the_least_value_refused() {
+        let now = SystemTime::UNIX_EPOCH;
+        let mut burst = search(20.0);
+        burst.refused(21.0, 10.0, 0.0, now);
+        assert_eq!(
+            (burst.value, burst.max),
+            (10.0, Some(20.0)),
+            "to what went, a half"
+        );
+        burst.raise();
+        assert_eq!((burst.value, burst.kept, burst.trying), (15.0, 10.0, true));
+        burst.keep();
+        burst.raise();
+        assert_eq!(burst.value, 17.5);
+    }
+
+    #[test]
+    fn a_refusal_lowers_by_half_at_most() {
+        let now = SystemTime::UNIX_EPOCH;
+        let mut burst = search(20.0);
+        burst.refused(21.0, 2.0, 0.0, now);
+        assert_eq!(burst.value, 10.0);
+        let mut near = search(20.0);
+        near.refused(21.0, 18.0, 0.0, now);
+        assert_eq!((near.value, near.max), (18.0, Some(20.0)));
+    }
+
+    #[test]
+    fn beyond_the_least_value_refused_the_step_doubles_while_kept() {
+        let mut rate = search(16.0);
+        assert_eq!(
+            rate.step, 1.0,
+            "a sixteenth of the value, at least the least"
+        );
+        for expected in [17.0, 19.0, 23.0] {
+            rate.raise();
+            assert_eq!(rate.value, expected);
+            rate.keep();
+        }
+        assert_eq!(rate.step, 8.0);
+    }
+
+    #[test]
+    fn an_undone_raise_goes_back_halves_the_step_and_counts() {
+        let now = SystemTime::UNIX_EPOCH;
+        let mut burst = search(16.0);
+        burst.step = 4.0;
+        burst.raise();
+        assert_eq!(burst.value, 20.0);
+        // Refused with no fewer than the kept value gone: only the raise let it go.
+        burst.refused(20.0, 16.0, 0.5, now);
+        assert_eq!((burst.value, burst.trying, burst.undone), (16.0, false, 1));
+        assert_eq!((burst.step, burst.max), (2.0, Some(20.0)));
+        assert_eq!((burst.lowered, burst.cost), (Some(now), 0.5));
+    }
+
+    #[test]
+    fn a_raise_beyond_the_least_value_refused_waits_until_it_repaid_the_refusal() {
+        let now = SystemTime::UNIX_EPOCH;
+        let mut burst = search(16.0);
+        burst.raise();
+        // Undone at a cost of a second: the step (1 after halving) times the wait must reach
+        // twice the value (16) times the cost, and the wait two periods.
+        burst.refused(17.0, 16.0, 1.0, now);
+        assert!(burst.converged());
+        let period = SECOND;
+        assert!(!burst.may_raise(now + 31 * SECOND, period));
+        assert!(burst.may_raise(now + 32 * SECOND, period));
+        let mut cheap = search(16.0);
+        cheap.raise();
+        cheap.refused(17.0, 16.0, 0.0, now);
+        assert!(
+            !cheap.may_raise(now + period, period),
+            "two periods at least"
+        );
+        assert!(cheap.may_raise(now + 2 * period, period));
+    }
+
+    #[test]
+    fn short_of_the_least_value_refused_a_raise_need_not_wait() {
+        let now = SystemTime::UNIX_EPOCH;
+        let mut burst = search(16.0);
+        burst.refused(30.0, 8.0, 5.0, now);
+        assert!(!burst.converged());
+        assert!(burst.may_raise(now, SECOND));
+        burst.raise();
+        assert!(
+            !burst.may_raise(now, SECOND),
+            "one raise on trial at a time"
+        );
+    }
+
+    #[test]
+    fn a_trial_that_never_bound_is_dropped_and_a_raise_from_zero_steps_by_itself() {
+        let mut rate = Search::<SystemTime>::new(0.0, 0.0);
+        rate.raise_to(6.0);
+        assert_eq!((rate.value, rate.kept, rate.step), (6.0, 0.0, 6.0));
+        rate.drop_trial();
+        assert_eq!((rate.value, rate.trying), (0.0, false));
+        rate.raise_to(6.0);
+        rate.keep();
+        rate.raise();
+        assert_eq!(rate.value, 18.0, "the step doubled on keeping");
+    }
+
+    #[test]
+    fn a_kept_value_above_the_least_refused_forgets_it() {
+        let now = SystemTime::UNIX_EPOCH;
+        let mut burst = search(10.0);
+        burst.refused(12.0, 9.0, 0.0, now);
+        assert_eq!(burst.max, Some(10.0));
+        burst.raise_to(11.0);
+        burst.keep();
+        assert_eq!(burst.max, None);
+    }
+}
