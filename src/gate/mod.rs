@@ -53,11 +53,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-// What the fleet's scripts are passed: each constant of the rules they transcribe.
+// What the Redis store keeps of each key: the ledger a memory store keeps, as JSON.
 #[cfg(feature = "redis")]
-pub(crate) use rules::quota::SAME_WINDOW;
-#[cfg(feature = "redis")]
-pub(crate) use store::{FAR_BELOW, LOOK_AGAIN, MOST_PATIENCE, OUT_AT_MOST, PATIENCE};
+pub(crate) use store::Ledger;
 
 pub use snapshot::GateSnapshot;
 pub use store::MemoryStore;

@@ -178,6 +178,7 @@ mod tests {
         probe_timeout: Duration::from_secs(10),
         slow_start: true,
         learned: true,
+        fleet: false,
         cost: None,
     };
 

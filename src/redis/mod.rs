@@ -1,28 +1,50 @@
 //! [`RedisStore`]: the gates of every process that reaches one Redis, shared (feature `redis`).
 //!
-//! Each key is one hash and one sorted set of the requests out, changed only by two Lua
-//! scripts (`reserve.lua`, `merge.lua`), so that reserving and closing are atomic across
-//! processes. Both names carry one hash tag, the key's (see [`RedisStore::redis_key`]), so
-//! that on a Redis Cluster they sit in one slot, as a script touching both must. The scripts
-//! keep the rules of
-//! `gate/store/ledger.rs` on Redis's own clock: a process sends durations from its now and is
-//! answered in durations from its now, so no two processes' clocks are ever compared, and a
-//! closure is never brought forward. Every hash expires a little after the last time it names.
+//! Each key's ledger (`gate/store/ledger.rs`, the very one a [`MemoryStore`] keeps) is one
+//! Redis hash: the ledger as JSON, and the version it is at. A process reads it with Redis's
+//! own clock (`read.lua`), applies the ledger's rules to it in Rust at that time, and writes it
+//! back only if no other process wrote it meanwhile (`write.lua`, a compare-and-set on the
+//! version), reading it again if one did. So the rules, the learned law's among them, run
+//! once, in Rust, for one process and a fleet alike, and the scripts keep no rule and no
+//! constant of their own.
+//!
+//! A process has at most one write of a key under way: the changes its calls ask for meanwhile
+//! wait, and the next write applies them all, in the order they were asked. So the writes that
+//! race for a key are at most one a process, however many calls each has out.
+//!
+//! A process sends times as durations from its now and reads the answer's as durations from
+//! when it came, so no two processes' clocks are ever compared, and a closure is never brought
+//! forward. The hash carries the key's hash tag (see [`RedisStore::redis_key`]), and expires a
+//! little after the last time its ledger names, or an hour after its last write where the
+//! fleet learned how fast the key may go.
+//!
+//! [`MemoryStore`]: crate::store::MemoryStore
 
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
 
 use redis::Client;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use tokio::sync::oneshot;
 
-use crate::gate::{
-    FAR_BELOW, LOOK_AGAIN, MOST_PATIENCE, OUT_AT_MOST, PATIENCE, Reservation, SAME_WINDOW,
-    StoreError, StoreFuture, Ticket, Window, WindowStore,
-};
+use crate::gate::{Ledger, Reservation, StoreError, StoreFuture, Ticket, Window, WindowStore};
 use crate::key::Key;
 
 /// How long a key's hash outlives the last time it names, by default.
 const LINGER: Duration = Duration::from_millis(500);
+
+/// How many times a process reads and writes a ledger other processes keep changing before it
+/// gives up (its gates then go by their own state, as when Redis is down).
+const ATTEMPTS: usize = 16;
+
+/// How long a key's hash outlives its last write where the fleet learned how fast the key may
+/// go: what it learned is kept for the next calls as a process's own gate keeps it.
+const REMEMBER: Duration = Duration::from_secs(3600);
+
+/// Further ahead than any time a server names, and near enough that any wall clock can add it.
+const FAR: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// A [`WindowStore`] on Redis, shared by every process that reaches it: a 429 one process meets
 /// holds the others, and together they reserve no more of a window than the server reported.
@@ -53,6 +75,8 @@ pub struct RedisStore {
     prefix: Arc<str>,
     linger: Duration,
     scripts: Arc<[redis::Script; 2]>,
+    /// The changes waiting for the write under way of each key (by its Redis name).
+    waiting: Arc<Mutex<HashMap<String, Vec<Change>>>>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -181,16 +205,17 @@ impl RedisStore {
             prefix: Arc::from("tower-retry-after:"),
             linger: LINGER,
             scripts: Arc::new([
-                redis::Script::new(include_str!("reserve.lua")),
-                redis::Script::new(include_str!("merge.lua")),
+                redis::Script::new(include_str!("read.lua")),
+                redis::Script::new(include_str!("write.lua")),
             ]),
+            waiting: Arc::default(),
         }
     }
 
     /// Keys under `prefix` instead, so that several applications share one Redis. It is
     /// written as given, before each key's hash tag: keep braces out of it, since on a cluster
     /// the first `{…}` of a name picks its slot (a tag in the prefix puts every limit in one
-    /// slot; an empty `{}` splits a limit's two keys).
+    /// slot).
     ///
     /// # Example
     ///
@@ -199,7 +224,7 @@ impl RedisStore {
     ///
     /// # #[tokio::main]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// // The limit `Key::named("api")` is kept under `billing:{api}` and `billing:{api}#out`.
+    /// // The limit `Key::named("api")` is kept under `billing:{api}`.
     /// let store = RedisStore::open("redis://127.0.0.1:6379/")?.prefix("billing:");
     /// # let _ = store;
     /// # Ok(())
@@ -217,44 +242,119 @@ impl RedisStore {
         self
     }
 
-    /// The Redis key holding `key`'s window: the prefix, then the key in braces, its hash tag;
-    /// its requests out are under the same name followed by `#out`. The tag is what Redis
-    /// Cluster hashes to a slot, so a limit's two keys share one (a script touching both is
-    /// refused otherwise) and different limits spread over the nodes. Braces and `%` in the
-    /// key are written `%7B`, `%7D`, `%25`, and an empty key `%`: a brace would end the tag
-    /// early or leave it empty (Redis then hashes the whole name), and the escape keeps two
-    /// keys' names apart. Not public: the layout is the store's to change.
+    /// The Redis key holding `key`'s ledger: the prefix, then the key in braces, its hash tag,
+    /// which is what Redis Cluster hashes to a slot, so different limits spread over the
+    /// nodes. Braces and `%` in the key are written `%7B`, `%7D`, `%25`, and an empty key `%`:
+    /// a brace would end the tag early or leave it empty (Redis then hashes the whole name),
+    /// and the escape keeps two keys' names apart. Not public: the layout is the store's to
+    /// change.
     fn redis_key(&self, key: &Key) -> String {
         tagged(&self.prefix, &key.to_string())
     }
 
-    /// Runs `script` on `key`'s hash with `arguments`; its answer, as integers.
-    fn invoke<const N: usize>(
-        &self,
-        script: Script,
-        key: &Key,
-        arguments: [i64; N],
-    ) -> impl Future<Output = Result<Vec<i64>, StoreError>> + Send + 'static {
-        let (scripts, redis_key) = (self.scripts.clone(), self.redis_key(key));
-        let connection = self.connection.clone();
-        async move {
-            let out = format!("{redis_key}#out");
-            let mut invocation = scripts[script as usize].key(redis_key);
-            invocation.key(out);
-            for argument in arguments {
-                invocation.arg(argument);
+    /// Asks for `change` to `key`'s ledger, applied by this process's next write of it.
+    fn ask(&self, key: &Key, change: Change) {
+        let redis_key = self.redis_key(key);
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        match waiting.entry(redis_key) {
+            // A write is under way: the next one applies this change with the others waiting.
+            Entry::Occupied(mut changes) => changes.get_mut().push(change),
+            Entry::Vacant(none) => {
+                let redis_key = none.key().clone();
+                none.insert(vec![change]);
+                tokio::spawn(self.clone().write_while_asked(redis_key));
             }
-            let answer = match connection {
-                Connection::Single(mut connection) => {
-                    invocation.invoke_async(&mut connection).await
-                }
-                #[cfg(feature = "redis-cluster")]
-                Connection::Cluster(mut connection) => {
-                    invocation.invoke_async(&mut connection).await
-                }
-            };
-            answer.map_err(StoreError::new)
         }
+    }
+
+    /// Writes the changes asked of `key`'s ledger, all those waiting at each write, until none
+    /// is left.
+    async fn write_while_asked(self, key: String) {
+        loop {
+            let changes = {
+                let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+                let Some(changes) = waiting.get_mut(&key).filter(|changes| !changes.is_empty())
+                else {
+                    waiting.remove(&key);
+                    return;
+                };
+                std::mem::take(changes)
+            };
+            match self.apply(&key, &changes).await {
+                Ok((applied, redis_now)) => {
+                    for (change, applied) in changes.into_iter().zip(applied) {
+                        change.answer(applied, redis_now);
+                    }
+                }
+                Err(error) => changes.into_iter().for_each(|change| change.fail(&error)),
+            }
+        }
+    }
+
+    /// Applies `changes` to `key`'s ledger at Redis's now and writes it back, again if another
+    /// process wrote it meanwhile: what each change made, and Redis's now they were made at.
+    async fn apply(
+        &self,
+        key: &str,
+        changes: &[Change],
+    ) -> Result<(Vec<Option<Reservation>>, SystemTime), StoreError> {
+        for _ in 0..ATTEMPTS {
+            let (now, version, kept) = self.read(key).await?;
+            let mut ledger = match kept.as_str() {
+                "" => Ledger::default(),
+                json => serde_json::from_str(json).map_err(StoreError::new)?,
+            };
+            let applied = changes.iter().map(|change| change.apply(&mut ledger, now));
+            let applied = applied.collect();
+            let said = ledger.said_until(now);
+            let said =
+                said.map(|until| until.duration_since(now).unwrap_or_default() + self.linger);
+            let remembered = ledger.has_learned().then_some(REMEMBER);
+            let keep = said.max(remembered).unwrap_or(self.linger);
+            let json = serde_json::to_string(&ledger).map_err(StoreError::new)?;
+            if self.write(key, version, json, keep).await? {
+                return Ok((applied, now));
+            }
+        }
+        Err(StoreError::new(
+            "the ledger kept changing under every write",
+        ))
+    }
+
+    /// `key`'s ledger as kept: Redis's now, its version, and the ledger as JSON.
+    async fn read(&self, key: &str) -> Result<(SystemTime, u64, String), StoreError> {
+        let invocation = self.scripts[Script::Read as usize].key(key);
+        let (seconds, micros, version, ledger): (u64, u64, u64, String) =
+            self.invoke(invocation).await?;
+        let now =
+            SystemTime::UNIX_EPOCH + Duration::from_secs(seconds) + Duration::from_micros(micros);
+        Ok((now, version, ledger))
+    }
+
+    /// Writes `ledger` back as `key`'s, kept `keep` longer, if still at `version`.
+    async fn write(
+        &self,
+        key: &str,
+        version: u64,
+        ledger: String,
+        keep: Duration,
+    ) -> Result<bool, StoreError> {
+        let mut invocation = self.scripts[Script::Write as usize].key(key);
+        invocation.arg(version).arg(ledger).arg(millis(keep).max(1));
+        let written: i64 = self.invoke(invocation).await?;
+        Ok(written == 1)
+    }
+
+    async fn invoke<T: redis::FromRedisValue>(
+        &self,
+        invocation: redis::ScriptInvocation<'_>,
+    ) -> Result<T, StoreError> {
+        let answer = match self.connection.clone() {
+            Connection::Single(mut connection) => invocation.invoke_async(&mut connection).await,
+            #[cfg(feature = "redis-cluster")]
+            Connection::Cluster(mut connection) => invocation.invoke_async(&mut connection).await,
+        };
+        answer.map_err(StoreError::new)
     }
 }
 
@@ -269,27 +369,119 @@ enum Connection {
 /// The two scripts, by their place in [`RedisStore`]'s `scripts`.
 #[derive(Clone, Copy)]
 enum Script {
-    Reserve,
-    Merge,
+    Read,
+    Write,
+}
+
+/// A change a call asks of a key's ledger, and where its answer goes.
+enum Change {
+    /// Reserve a request (`metered`: for a call that respects the quota), asked at `asked`
+    /// when this process's clock read `now`.
+    Reserve {
+        metered: bool,
+        now: SystemTime,
+        asked: Instant,
+        answer: oneshot::Sender<Result<Reservation, StoreError>>,
+    },
+    /// Fold in what a response said, as this process's clock read `now`.
+    Merge {
+        window: Window,
+        ticket: Option<Ticket>,
+        now: SystemTime,
+        answer: oneshot::Sender<Result<(), StoreError>>,
+    },
+}
+
+impl Change {
+    /// Applies the change to `ledger` at Redis's `redis_now`: the reservation it made, if any.
+    fn apply(&self, ledger: &mut Ledger, redis_now: SystemTime) -> Option<Reservation> {
+        match *self {
+            Change::Reserve { metered, .. } => Some(ledger.reserve(redis_now, metered)),
+            Change::Merge {
+                window,
+                ticket,
+                now,
+                ..
+            } => {
+                // Times from this process's now, taken on Redis's from when it read the
+                // ledger (later than this now): a time already past names nothing.
+                let there = |at: SystemTime| {
+                    at.duration_since(now)
+                        .ok()
+                        .filter(|ahead| !ahead.is_zero())
+                        .map(|ahead| redis_now + ahead)
+                };
+                let window = Window {
+                    closed_until: window.closed_until.and_then(there),
+                    quota: window
+                        .quota
+                        .and_then(|(left, reset)| Some((left, there(reset)?))),
+                    limit: window.limit,
+                };
+                ledger.merge(window, ticket, redis_now);
+                None
+            }
+        }
+    }
+
+    /// Answers the call: the change was written as `applied` made it, at Redis's `redis_now`.
+    fn answer(self, applied: Option<Reservation>, redis_now: SystemTime) {
+        // A call that stopped waiting (its gate's deadline passed) takes no answer.
+        match (self, applied) {
+            (Change::Merge { answer, .. }, _) => drop(answer.send(Ok(()))),
+            (
+                Change::Reserve {
+                    now, asked, answer, ..
+                },
+                Some(reservation),
+            ) => {
+                // Times from Redis's now, read from when the answer came: never early.
+                let here = now + asked.elapsed();
+                let here = |at: SystemTime| on_clock(at, redis_now, here);
+                drop(answer.send(Ok(match reservation {
+                    Reservation::NotBefore { until, window } => Reservation::NotBefore {
+                        until: here(until),
+                        window: Window {
+                            closed_until: window.closed_until.map(here),
+                            quota: window.quota.map(|(left, reset)| (left, here(reset))),
+                            limit: window.limit,
+                        },
+                    },
+                    granted => granted,
+                })));
+            }
+            (Change::Reserve { answer, .. }, None) => {
+                drop(answer.send(Err(StoreError::new("no reservation was made"))));
+            }
+        }
+    }
+
+    /// Answers the call with `error`: the change was not written.
+    fn fail(self, error: &StoreError) {
+        let error = error.clone();
+        match self {
+            Change::Reserve { answer, .. } => drop(answer.send(Err(error))),
+            Change::Merge { answer, .. } => drop(answer.send(Err(error))),
+        }
+    }
 }
 
 impl WindowStore for RedisStore {
     fn reserve(&self, key: &Key, metered: bool, now: SystemTime) -> StoreFuture<Reservation> {
-        let arguments = [
-            i64::from(metered),
-            millis(LOOK_AGAIN),
-            millis(self.linger),
-            millis(OUT_AT_MOST),
-            i64::from(PATIENCE),
-            i64::from(MOST_PATIENCE),
-            clamp(FAR_BELOW),
-        ];
-        let answer = self.invoke(Script::Reserve, key, arguments);
-        let asked = std::time::Instant::now();
+        let (answer, answered) = oneshot::channel();
+        let (store, key) = (self.clone(), key.clone());
+        let asked = Instant::now();
         Box::pin(async move {
-            let answer = answer.await?;
-            // Durations from Redis's now, read from when the answer came: never early.
-            reservation(&answer, now + asked.elapsed())
+            store.ask(
+                &key,
+                Change::Reserve {
+                    metered,
+                    now,
+                    asked,
+                    answer,
+                },
+            );
+            answered.await.map_err(StoreError::new)?
         })
     }
 
@@ -300,21 +492,29 @@ impl WindowStore for RedisStore {
         ticket: Option<Ticket>,
         now: SystemTime,
     ) -> StoreFuture<()> {
-        let (remaining, reset_in) = window.quota.map_or((-1, -1), |(remaining, reset)| {
-            (clamp(remaining), from(now, reset))
-        });
-        let arguments = [
-            window.closed_until.map_or(-1, |until| from(now, until)),
-            remaining,
-            reset_in,
-            window.limit.map_or(-1, clamp),
-            ticket.map_or(-1, |ticket| clamp(ticket.get())),
-            millis(self.linger),
-            millis(SAME_WINDOW),
-        ];
-        let answer = self.invoke(Script::Merge, key, arguments);
-        Box::pin(async move { answer.await.map(drop) })
+        let (answer, answered) = oneshot::channel();
+        let (store, key) = (self.clone(), key.clone());
+        Box::pin(async move {
+            store.ask(
+                &key,
+                Change::Merge {
+                    window,
+                    ticket,
+                    now,
+                    answer,
+                },
+            );
+            answered.await.map_err(StoreError::new)?
+        })
     }
+}
+
+/// `at`, a time on a clock that read `then` when this one read `now`, on this one: rounded up
+/// to the millisecond Redis counts in, never early, and no further than [`FAR`] ahead.
+fn on_clock(at: SystemTime, then: SystemTime, now: SystemTime) -> SystemTime {
+    let ahead = at.duration_since(then).unwrap_or_default().min(FAR);
+    let millis = ahead.as_nanos().div_ceil(1_000_000);
+    now + Duration::from_millis(u64::try_from(millis).unwrap_or(u64::MAX))
 }
 
 /// `prefix`, then `name` as a hash tag (see [`RedisStore::redis_key`]).
@@ -337,48 +537,9 @@ fn tagged(prefix: &str, name: &str) -> String {
     tagged
 }
 
-/// The reserve script's answer, received at `now` on the asking process's clock.
-fn reservation(answer: &[i64], now: SystemTime) -> Result<Reservation, StoreError> {
-    let at = |millis: i64| {
-        u64::try_from(millis)
-            .ok()
-            // Rounded down by Redis to the millisecond: one more, never early.
-            .map(|millis| now + Duration::from_millis(millis.saturating_add(1)))
-    };
-    match *answer {
-        [0, ticket] => Ok(Reservation::Granted(Ticket::new(
-            ticket.max(0).unsigned_abs(),
-        ))),
-        [1, until, closed, available, reset, limit] => Ok(Reservation::NotBefore {
-            until: at(until).unwrap_or(now),
-            window: Window {
-                closed_until: at(closed),
-                quota: u64::try_from(available).ok().zip(at(reset)),
-                limit: u64::try_from(limit).ok(),
-            },
-        }),
-        _ => Err(StoreError::new(format!(
-            "unexpected answer from the reserve script: {answer:?}"
-        ))),
-    }
-}
-
-/// `at` as milliseconds from `now`, rounded up so that a time is never moved earlier; -1 for a
-/// time already past.
-fn from(now: SystemTime, at: SystemTime) -> i64 {
-    match at.duration_since(now) {
-        Ok(ahead) if !ahead.is_zero() => clamp(ahead.as_nanos().div_ceil(1_000_000)),
-        _ => -1,
-    }
-}
-
+/// A duration as Redis's integer of milliseconds, saturating far beyond any real one.
 fn millis(duration: Duration) -> i64 {
-    clamp(duration.as_millis())
-}
-
-/// A count or duration as Redis's integer, saturating far beyond any real one.
-fn clamp(value: impl TryInto<i64>) -> i64 {
-    value.try_into().unwrap_or(i64::MAX / 2)
+    duration.as_millis().try_into().unwrap_or(i64::MAX / 2)
 }
 
 #[cfg(test)]
@@ -418,16 +579,86 @@ mod tests {
             };
             proptest::prop_assert_eq!(back, name);
         }
+    }
 
-        /// Redis Cluster's own slot rule, as redis-rs routes by it: a script's two keys in one
-        /// slot, whatever the key's name.
-        #[cfg(feature = "redis-cluster")]
+    /// One event of a run against a ledger, `after` milliseconds after the last.
+    #[derive(Clone, Debug)]
+    enum Event {
+        Reserve {
+            metered: bool,
+            after: u64,
+        },
+        /// The answer to the `nth` request out: accepted, refused until `closed` ms on, or
+        /// with a meter of `left` to a reset `reset` ms on.
+        Answer {
+            nth: usize,
+            closed: Option<u64>,
+            meter: Option<(u64, u64)>,
+            after: u64,
+        },
+    }
+
+    fn event() -> impl proptest::strategy::Strategy<Value = Event> {
+        use proptest::prelude::*;
+        let closed = proptest::option::weighted(0.3, 1..3_000u64);
+        let meter = proptest::option::weighted(0.05, (0..5u64, 1..2_000u64));
+        prop_oneof![
+            (proptest::bool::weighted(0.9), 0..400u64)
+                .prop_map(|(metered, after)| Event::Reserve { metered, after }),
+            (0..8usize, closed, meter, 0..400u64).prop_map(|(nth, closed, meter, after)| {
+                Event::Answer {
+                    nth,
+                    closed,
+                    meter,
+                    after,
+                }
+            }),
+        ]
+    }
+
+    proptest::proptest! {
+        /// What Redis keeps is the ledger itself: one read back from its JSON before every
+        /// event decides every reservation (granted, held, until when, with what window) as
+        /// the one kept in memory does, the learned law's decisions among them.
         #[test]
-        fn a_limits_two_keys_hash_to_one_slot(name in "(%|\\{|\\}|a|#out){0,6}") {
-            use redis::cluster_routing::Slot;
-            let hash = tagged("tower-retry-after:", &name);
-            let out = format!("{hash}#out");
-            proptest::prop_assert_eq!(Slot::for_key(&hash), Slot::for_key(&out));
+        fn a_ledger_read_back_from_its_json_decides_as_the_one_kept(
+            events in proptest::collection::vec(event(), 1..120),
+        ) {
+            let mut now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+            let (mut kept, mut stored) = (Ledger::default(), String::new());
+            let mut out = Vec::new();
+            for event in events {
+                let mut read: Ledger = match stored.as_str() {
+                    "" => Ledger::default(),
+                    json => serde_json::from_str(json).unwrap(),
+                };
+                match event {
+                    Event::Reserve { metered, after } => {
+                        now += Duration::from_millis(after);
+                        let reservation = kept.reserve(now, metered);
+                        proptest::prop_assert_eq!(read.reserve(now, metered), reservation);
+                        if let Reservation::Granted(ticket) = reservation {
+                            out.push(ticket);
+                        }
+                    }
+                    Event::Answer { nth, closed, meter, after } => {
+                        now += Duration::from_millis(after);
+                        let ticket = (!out.is_empty()).then(|| out.remove(nth % out.len()));
+                        let later = |millis| now + Duration::from_millis(millis);
+                        let window = Window {
+                            closed_until: closed.map(later),
+                            quota: meter.map(|(left, reset)| (left, later(reset))),
+                            limit: None,
+                        };
+                        kept.merge(window, ticket, now);
+                        read.merge(window, ticket, now);
+                    }
+                }
+                // All but what a ledger does not keep (who set its closure: the fleet).
+                proptest::prop_assert_eq!(read.window(now), kept.window(now));
+                stored = serde_json::to_string(&read).unwrap();
+                proptest::prop_assert_eq!(&stored, &serde_json::to_string(&kept).unwrap());
+            }
         }
     }
 
@@ -441,44 +672,28 @@ mod tests {
     }
 
     #[test]
-    fn times_go_to_redis_rounded_up_and_past_ones_as_none() {
-        let now = SystemTime::now();
-        assert_eq!(from(now, now + Duration::from_micros(1)), 1);
-        assert_eq!(from(now, now + Duration::from_millis(1500)), 1500);
-        assert_eq!(from(now, now), -1);
-        assert_eq!(from(now, now - Duration::from_secs(1)), -1);
+    fn redis_times_are_read_on_this_clock_rounded_up_never_early() {
+        let redis_now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let here = SystemTime::UNIX_EPOCH + Duration::from_secs(5);
+        let on_here = |ahead: Duration| on_clock(redis_now + ahead, redis_now, here);
         assert_eq!(
-            from(now, now + Duration::from_secs(u64::MAX / 4)),
-            i64::MAX / 2
+            on_here(Duration::from_micros(1)),
+            here + Duration::from_millis(1)
         );
-    }
-
-    #[test]
-    fn the_reserve_scripts_answers_read_never_early() {
-        let now = SystemTime::now();
         assert_eq!(
-            reservation(&[0, 7], now).unwrap(),
-            Reservation::Granted(Ticket::new(7))
+            on_here(Duration::from_millis(1500)),
+            here + Duration::from_millis(1500)
         );
-        let held = reservation(&[1, 999, 999, -1, -1, 20], now).unwrap();
-        let second = now + Duration::from_secs(1);
+        assert_eq!(on_here(Duration::ZERO), here);
         assert_eq!(
-            held,
-            Reservation::NotBefore {
-                until: second,
-                window: Window {
-                    closed_until: Some(second),
-                    quota: None,
-                    limit: Some(20),
-                },
-            }
+            on_clock(redis_now - Duration::from_secs(1), redis_now, here),
+            here,
+            "a time already past on Redis is now here"
         );
-        let spent = reservation(&[1, 99, -1, 0, 99, -1], now).unwrap();
-        let Reservation::NotBefore { window, .. } = spent else {
-            panic!("held");
-        };
-        assert_eq!(window.quota, Some((0, now + Duration::from_millis(100))));
-        assert!(reservation(&[2], now).is_err());
-        assert!(reservation(&[], now).is_err());
+        assert_eq!(
+            on_here(FAR * 2),
+            here + FAR,
+            "a time beyond any real one saturates"
+        );
     }
 }

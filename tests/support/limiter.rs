@@ -15,8 +15,7 @@ use tower::{BoxError, Service};
 #[path = "../../examples/simulate/limiter.rs"]
 mod simulated;
 
-use simulated::Algorithm;
-pub use simulated::Headers;
+pub use simulated::{Algorithm, Headers};
 
 /// Where the limiter's wall clock stands when it is made: what `Date` and epoch resets say.
 const WALL_AT_START: Duration = Duration::from_secs(1_700_000_000);
@@ -30,6 +29,12 @@ pub enum Model {
     /// `limit` requests per `window` (whole seconds), the window opening at its first request:
     /// the simulator's first-request limiter.
     FixedWindow { limit: u32, window: Duration },
+    /// `limit` requests per `window` by the simulator's limiter of that shape.
+    Shaped {
+        algorithm: Algorithm,
+        limit: u32,
+        window: Duration,
+    },
 }
 
 #[derive(Clone)]
@@ -69,6 +74,17 @@ impl Limiter {
                             WALL_AT_START,
                         ))
                     }
+                    Model::Shaped {
+                        algorithm,
+                        limit,
+                        window,
+                    } => Decides::Counting(simulated::Limiter::new(
+                        algorithm,
+                        headers,
+                        limit,
+                        window,
+                        WALL_AT_START,
+                    )),
                 },
                 origin: Instant::now(),
                 log: Vec::new(),

@@ -80,6 +80,7 @@ impl Call {
             probe_timeout: settings.probe_timeout,
             slow_start: settings.respect_remaining && settings.slow_start,
             learned: settings.respect_remaining && settings.learn_limits,
+            fleet: gates.registry.shared.is_some(),
             cost: cost.filter(|_| settings.respect_remaining),
         };
         Call {

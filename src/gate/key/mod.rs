@@ -482,7 +482,8 @@ impl Gate {
 
     fn admit(&mut self, probe: bool, now: Instant, terms: Terms) -> Admission {
         let paced = self.paced_by_learning(now, terms);
-        let learn = self.learn.sent(now, u64::from(self.in_flight));
+        // Where the gates share a store, the fleet learns in it: the gate's own law stays cold.
+        let learn = (!terms.fleet).then(|| self.learn.sent(now, u64::from(self.in_flight)));
         self.in_flight += 1;
         // The first call the learned pace lets go after a closure is the probe the others owe.
         let probe = match paced {
@@ -491,7 +492,7 @@ impl Gate {
             false => self.reopening.admitted(probe, now, terms),
         };
         Admission {
-            learn: Some(learn),
+            learn,
             ..self.admission(probe, now, terms)
         }
     }
@@ -548,6 +549,7 @@ mod tests {
         probe_timeout: Duration::from_secs(10),
         slow_start: true,
         learned: false,
+        fleet: false,
         cost: None,
     };
 

@@ -23,9 +23,12 @@ pub(crate) struct Terms {
     /// The first call to a key the gate knows nothing about goes alone (`slow_start`); only
     /// for a call that respects the quota.
     pub(crate) slow_start: bool,
-    /// The call is held by the quota the gate learned where the server publishes none
+    /// The call is held by the pace the gate learned where the server publishes no quota
     /// (`learn_limits`); only for a call that respects the quota.
     pub(crate) learned: bool,
+    /// The gates share a store: the fleet learns that pace, in the store, and the gate leaves
+    /// the call's pace to its reservation.
+    pub(crate) fleet: bool,
     /// What the call spends of the key's token meters when it leaves the gate, where it
     /// declares it ([`TokenCost`]); only for a call that respects the quota.
     pub(crate) cost: Option<TokenCost>,
@@ -42,6 +45,7 @@ impl Terms {
         probe_timeout: Duration::MAX,
         slow_start: true,
         learned: false,
+        fleet: false,
         cost: None,
     };
 }

@@ -8,7 +8,7 @@ pub(crate) mod memory;
 pub(crate) mod shared;
 
 #[cfg(feature = "redis")]
-pub(crate) use ledger::{FAR_BELOW, LOOK_AGAIN, MOST_PATIENCE, OUT_AT_MOST, PATIENCE};
+pub(crate) use ledger::Ledger;
 pub use memory::MemoryStore;
 pub(crate) use shared::Reserving;
 
@@ -172,13 +172,13 @@ pub enum Reservation {
 /// let error = StoreError::new("connection refused");
 /// assert_eq!(error.to_string(), "shared store: connection refused");
 /// ```
-#[derive(Debug)]
-pub struct StoreError(Box<dyn std::error::Error + Send + Sync>);
+#[derive(Clone, Debug)]
+pub struct StoreError(std::sync::Arc<dyn std::error::Error + Send + Sync>);
 
 impl StoreError {
     /// An error for `cause`.
     pub fn new(cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
-        StoreError(cause.into())
+        StoreError(cause.into().into())
     }
 }
 
