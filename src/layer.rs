@@ -299,21 +299,21 @@ impl<P> RateLimitLayer<P> {
         self
     }
 
-    /// Whether the gate learns the quota of a server that publishes none, and paces by it
-    /// (default: on).
+    /// Whether the gate learns how fast a server that publishes no quota lets a key go, and
+    /// paces by it (default: on).
     ///
-    /// With only `Retry-After`, or nothing, the requests accepted in a window before the
-    /// next refusal measure the limit, and the time from that window's first request to the
-    /// end of the refusal's `Retry-After` (or the next accepted request) measures its length:
-    /// the gate then lets that many out a window and holds the rest, instead of finding the
-    /// wall again each window. The estimate holds calls only once two windows agree on it
-    /// (a server refusing at random gives counts that do not), is lowered when refused near
-    /// it, raised by one after a run of windows passed unrefused (waiting twice as long after
-    /// each failed raise), and dropped as soon as a response carries meters.
+    /// With only `Retry-After`, or nothing, requests go by a bucket of a learned burst (also
+    /// the most out at once), refilled by a learned rate and whole at each reset the refusals
+    /// measure. A refusal lowers what let its request go; a stretch that held calls back and
+    /// was not refused raises what held them, halfway to what was refused, and a raise that
+    /// was refused is tried again only once it has repaid what it cost. The server's
+    /// instructions stay hard limits: the law paces only between them. Any response that
+    /// carries meters makes what was learned moot.
     ///
-    /// Against a fixed window of 20 a second with `Retry-After` only, 50 workers and 400
-    /// requests, the layer is refused 10 times over loopback with it and 38 without (the
-    /// demo), 24 and 316 times with 20 to 80 ms round trips (the simulator).
+    /// Against a window of 20 a second opening at the first request, `Retry-After` only, 50
+    /// workers, 400 requests and 20 to 80 ms round trips (the simulator, seeds 1 to 10), the
+    /// layer is refused 22 to 30 times and finishes within 1.04 times a plain client's time,
+    /// which is refused 910 times; `BENCHMARKS.md` has every shape of limiter.
     ///
     /// Applies only where [`respect_remaining`](Self::respect_remaining) is on.
     ///

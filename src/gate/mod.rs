@@ -8,29 +8,33 @@
 //!
 //! Four rooms, and the files beside them:
 //!
-//! - `rules/`: the rules, pure (callers pass the time): `quota`, `closure` and `window`, generic
-//!   over the clock (a process's `Instant`, the store's wall clock); `learned`, on `Instant`.
+//! - `rules/`: the rules, pure (callers pass the time), generic over the clock (a process's
+//!   `Instant`, the store's wall clock): `quota`, `closure`, `window`, and `learn/` (the law
+//!   that learns how fast a server that publishes no quota lets a key go: the law and its
+//!   controller in `mod.rs`, what is learned and how a round is judged in `known.rs`, the
+//!   search that raises it in `search.rs`, a round's bookkeeping in `round.rs`).
 //! - `key/`: one key's gate as a composition of those rules (`mod.rs`), with `reopening` (the
 //!   probe and the paced release), `queue` (its waiters), `tokens` (token meters), `terms` (what
 //!   a call's settings ask of the gate), `report` (what a response said) and `answer` (what the
 //!   gate tells a call).
 //! - `call/`: the only part the response future touches: `Call` (a call's handle on its gate),
 //!   `pass` (what a call holds: a pass while its request is out, a place while it waits).
-//! - `store/`: what processes share (`mod.rs`, the store interface), `ledger` (the rules a store
-//!   keeps it by), `memory` (a store in memory), `shared` (how the gates ask a store, within a
-//!   deadline).
+//! - `store/`: what processes share (`mod.rs`, the store interface), `ledger` (what a store
+//!   keeps of a key, by the same rules; the Redis store keeps the very ledger), `memory` (a
+//!   store in memory), `shared` (how the gates ask a store, within a deadline).
 //! - `registry` (every key's gate, bounded), `routes` (which limit a request counts against),
 //!   `time` (the two clocks), `snapshot` (what a caller reads).
 //!
-//! Where each rule of the design is written:
+//! Where each rule of the design is written (once: the fleet's ledger, in memory or in Redis,
+//! calls the same rules, and Redis's scripts only read and compare-and-set it):
 //!
 //! | rule | file |
 //! |---|---|
-//! | a closure is never brought forward | `rules/closure.rs` (the fleet: `redis/merge.lua`) |
-//! | readings of one meter fold to the most restrictive figure | `rules/quota.rs` (the fleet: `redis/merge.lua`) |
-//! | no more out than the quota says remain | `rules/quota.rs` (the fleet: `redis/reserve.lua`) |
-//! | a spent window restores its whole quota at its reset | `rules/window.rs` (the fleet: `redis/reserve.lua`) |
-//! | the limit of a server that publishes none | `rules/learned.rs` (the fleet: `store/ledger.rs`, `redis/reserve.lua`) |
+//! | a closure is never brought forward | `rules/closure.rs` |
+//! | readings of one meter fold to the most restrictive figure | `rules/quota.rs` |
+//! | no more out than the quota says remain | `rules/quota.rs` |
+//! | a spent window restores its whole quota at its reset | `rules/window.rs` |
+//! | the pace of a server that publishes no quota is learned by one law | `rules/learn/mod.rs` |
 //! | after a closure a probe goes first, alone; the backlog leaves paced | `key/reopening.rs` |
 //! | calls leave in arrival order | `key/queue.rs` |
 //! | a call waits only as far as its own terms allow | `key/mod.rs`, `key/terms.rs` |

@@ -22,13 +22,16 @@
 //!   taken by requests already out across the fleet. Answers are merged back: the later closure
 //!   stands, never brought forward; within a window the lowest count. A spent window's reset
 //!   restores the quota the server gave once for the whole fleet, not once per process.
-//! - **Atomic, and on one clock.** On Redis each key is a hash and a sorted set of requests out
-//!   (`tower-retry-after:{https://api.test}` and the same with `#out`: the prefix, then the key
-//!   as a hash tag, so that both land in one slot of a cluster), changed only by two Lua
-//!   scripts that read Redis's own clock: processes send and receive durations, so no two
-//!   machines' clocks are ever compared. Every key expires on its own a
-//!   little after the last time it names (`linger`, 500 ms); a request out whose answer never
-//!   comes stops counting after a minute.
+//! - **One set of rules, on one clock.** On Redis each key is one hash
+//!   (`tower-retry-after:{https://api.test}`: the prefix, then the key as a hash tag) holding
+//!   the very ledger a `MemoryStore` keeps, as JSON, and its version. A process reads it with
+//!   Redis's own clock, applies the same Rust rules at that time, and writes it back only if no
+//!   other process wrote it meanwhile (a compare-and-set on the version; it reads again if one
+//!   did); its calls' changes to a key wait for its write under way and go together in the
+//!   next. Processes send and receive durations, so no two machines' clocks are ever compared.
+//!   Every key expires on its own a little after the last time it names (`linger`, 500 ms), or
+//!   an hour after its last write where the fleet learned how fast it may go; a request out
+//!   whose answer never comes stops counting after a minute.
 //! - **Off the poll path, and never a failure.** The store is asked by a task of its own, and a
 //!   call waits for it at most the gates' deadline (50 ms; `Gates::with_store_deadline`). Past
 //!   it, or while Redis is down, the call goes by its own process's gates alone; the outage is
@@ -38,14 +41,12 @@
 //!   call sleeps until the time the store named, and its process's gate holds the others till
 //!   then. The only repeated asking is at a restored window's reset, every 50 ms until the
 //!   reserved requests' answers say what the new window holds.
-//! - **Without meters, the fleet learns the limit together.** Where the server publishes no
-//!   quota, the store opens a window at its first reservation; a refusal ends it and measures
-//!   its length (to the end of the refusal's wait), and the requests it accepted (reserved less
-//!   refused, whatever order their answers came in) are the fleet's limit: no more are reserved
-//!   a window, raised by one after a window unrefused (then after 2, 4 … 64, each refused raise
-//!   doubling the wait: a raise is refused at its window's start, which measures the window
-//!   closest), dropped as soon as a meter speaks.
-//!   A process's own gate is told that limit with the window it holds a call for.
+//! - **Without meters, the fleet learns the limit together, by the gate's own law** (see the
+//!   [learning guide](crate::guide::learning)): the ledger runs it on the store's clock,
+//!   counting every process's requests out, and holds each reservation by it; a process's own
+//!   gate leaves that pace to the store. Dropped as soon as a meter speaks. A call the law
+//!   holds while requests are out asks again after 50 ms, as no other process's answer wakes
+//!   it.
 //! - `MemoryStore` is the same interface in one process (several `Gates` sharing it); without a
 //!   store, nothing of this runs and a call costs what it did. The [`store`](crate::store)
 //!   module has the interface, for a store of your own.
@@ -54,21 +55,22 @@
 //! workers against the demo's limiter with per-process gates and with gates on Redis; its
 //! figures are in `BENCHMARKS.md`.
 //!
-//! | 400 requests, 20 per 1 s, round trips 20–80 ms | refused | completion / physical limit |
+//! | 400 requests, 20 per 1 s, round trips 20–80 ms (release) | refused | completion / physical limit |
 //! |---|---|---|
-//! | draft 08 meters, per-process gates | 135–795 | 1.14–1.22 |
-//! | draft 08 meters, gates on Redis | 0 | 1.09–1.11 |
-//! | `Retry-After` only, per-process gates | 62–156 | 1.27–1.62 |
-//! | `Retry-After` only, gates on Redis | 17–25 (most of them in the first window) | 1.10–1.12 |
+//! | draft 08 meters, per-process gates | 229 | 1.15 |
+//! | draft 08 meters, gates on Redis | 0 | 1.14 |
+//! | `Retry-After` only, per-process gates | 104 | 1.30 |
+//! | `Retry-After` only, gates on Redis | 30 | 1.15 |
 //!
+//! (Windows from the first request; aligned windows, token buckets and sliding logs are within
+//! 1.06–1.18 on Redis with `Retry-After` only, refused 24–33 times against 58–99.)
 //! BENCHMARKS.md has the runs, with what is left: the first window without meters, where
 //! nothing is known yet, still meets the wall with every process ramping up.
 //!
 //! - **On a Redis Cluster too** (feature `redis-cluster`, redis-rs's `cluster-async` client):
 //!   `RedisStore::open_cluster(["redis://node-1:6379/", "redis://node-2:6379/"])`, or
-//!   `RedisStore::new_cluster(client)` for a `ClusterClient` of your own (TLS, credentials). The
-//!   hash tag puts each limit's two keys in one slot, as its scripts need, and spreads different
-//!   limits over the nodes. `.ci/run` runs every Redis test on a single Redis and on a
+//!   `RedisStore::new_cluster(client)` for a `ClusterClient` of your own (TLS, credentials). A
+//!   limit is one key, and the hash tag spreads different limits over the nodes. `.ci/run` runs every Redis test on a single Redis and on a
 //!   three-node cluster.
 //!
 //! # Example

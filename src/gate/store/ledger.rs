@@ -1,7 +1,7 @@
 //! What a shared store keeps of one key for every process: its closure, its window's quota as
 //! the server last reported it (by the gate's own window rules, on the wall clock), the
 //! requests reserved and not yet answered, and, where the server publishes no quota, what the
-//! fleet learned of how fast it lets the key go (by the gate's own law, `rules/learn.rs`, on
+//! fleet learned of how fast it lets the key go (by the gate's own law, `rules/learn/`, on
 //! the store's clock). Pure; the Redis store keeps the same ledger (see `redis/`).
 
 use std::collections::BTreeMap;
