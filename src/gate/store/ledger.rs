@@ -83,6 +83,7 @@ impl Ledger {
 
     /// The latest time the ledger still names at `now`: what it has to say lasts till then;
     /// `None` if it has nothing left to say.
+    #[cfg(feature = "redis")]
     pub(crate) fn said_until(&self, now: SystemTime) -> Option<SystemTime> {
         [
             self.closure.in_force(now),
@@ -97,6 +98,7 @@ impl Ledger {
     }
 
     /// Whether the fleet learned how fast the key may go, to be kept for its next calls.
+    #[cfg(feature = "redis")]
     pub(crate) fn has_learned(&self) -> bool {
         self.learn.is_known()
     }
