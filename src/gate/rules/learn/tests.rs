@@ -348,6 +348,14 @@ fn nothing_binds_before_a_refusal_that_follows_an_acceptance() {
 }
 
 #[test]
+fn a_round_ended_by_a_refusal_paces_the_key_until_the_instruction_ends_and_not_at_it() {
+    let (law, reset) = learned_five();
+    assert_eq!(law.current_until(reset - MS), Some(reset));
+    assert!(law.is_current(reset - MS));
+    assert!(!law.is_current(reset), "over at the instant it ends");
+}
+
+#[test]
 fn the_learned_burst_goes_at_once_at_the_reset_and_no_more() {
     let (mut law, reset) = learned_five();
     for out in 0..5 {
@@ -420,4 +428,140 @@ fn a_meter_makes_what_was_learned_moot() {
     law.forget();
     assert!(!law.is_known());
     assert_eq!(law.next(reset - MS, 9, PATIENCE), None);
+}
+
+/// After [`learned_five`], the round begun at its reset, with the burst raised to `burst` on
+/// trial and the rate raised from `kept` to `to` on trial, where given (no rate otherwise: the
+/// one the first refusal put on trial is dropped); the round's bucket holds the whole burst.
+fn on_trial(burst: Option<f64>, rate: Option<(f64, f64)>) -> (Learn<SystemTime>, SystemTime) {
+    let (mut law, reset) = learned_five();
+    // Judges the first round, and begins the next at the reset.
+    law.next(reset, 0, PATIENCE);
+    let known = law.known.as_mut().expect("five learned");
+    if let Some(to) = burst {
+        known.burst.raise_to(to);
+    }
+    let (kept, to) = rate.unwrap_or_default();
+    known.rate = super::search::Search::new(kept, 0.0);
+    if rate.is_some() {
+        known.rate.raise_to(to);
+    }
+    let whole = known.burst();
+    (law.round.burst, law.round.level) = (whole, whole as f64);
+    (law, reset)
+}
+
+#[test]
+fn without_a_raise_on_trial_no_request_is_a_trial() {
+    let (mut law, reset) = on_trial(None, None);
+    let trials: Vec<_> = (0..6).map(|out| law.sent(reset, out).trial).collect();
+    assert_eq!(trials, [None; 6]);
+    assert!(!law.round.burst_tried && !law.round.rate_tried);
+}
+
+#[test]
+fn a_raise_of_the_burst_on_trial_lets_go_what_is_beyond_the_burst_kept() {
+    let expected = [None, None, None, None, None, Some(Quantity::Burst)];
+    // Together: the sixth out.
+    let (mut law, reset) = on_trial(Some(6.0), None);
+    let together: Vec<_> = (0..6).map(|out| law.sent(reset, out).trial).collect();
+    assert_eq!(together, expected);
+    assert!(law.round.burst_tried);
+    // One at a time: the sixth of the round.
+    let (mut law, reset) = on_trial(Some(6.0), None);
+    let one_by_one: Vec<_> = (0..6).map(|_| law.sent(reset, 0).trial).collect();
+    assert_eq!(one_by_one, expected);
+}
+
+#[test]
+fn a_raise_of_the_rate_on_trial_lets_go_what_comes_sooner_than_the_rate_kept_allows() {
+    let (mut law, reset) = on_trial(None, Some((4.0, 8.0)));
+    for out in 0..5 {
+        assert_eq!(law.sent(reset, out).trial, None, "the burst");
+    }
+    // A token of the kept rate is a quarter of a second.
+    let quarter = reset + 250 * MS;
+    assert_eq!(law.sent(quarter, 0).trial, None, "as the kept rate allows");
+    assert!(!law.round.rate_tried);
+    let sooner = quarter + 100 * MS;
+    assert_eq!(law.sent(sooner, 0).trial, Some(Quantity::Rate));
+    assert!(law.round.rate_tried && !law.round.burst_tried);
+}
+
+#[test]
+fn a_round_no_token_can_begin_ends_a_period_after_it_opened_and_no_other_does_unsent() {
+    // A whole bucket, nothing sent: the round has no end till it sends and hears.
+    let (mut law, reset) = on_trial(None, None);
+    assert_eq!(law.current_until(reset), None);
+    // A token left, no rate: the round can still begin.
+    law.round.level = 1.0;
+    assert_eq!(law.current_until(reset), None);
+    // Less than a token and no rate: nothing could ever begin it.
+    law.round.level = 0.5;
+    assert_eq!(law.current_until(reset), Some(reset + SECOND));
+}
+
+#[test]
+fn a_refusal_naming_no_reset_tries_the_next_halfway_from_the_longest_window_seen_if_far() {
+    let end = |floor: Duration| {
+        let (mut law, reset) = on_trial(None, None);
+        let known = law.known.as_mut().expect("five learned");
+        (known.period, known.floor) = (Some(SECOND), floor);
+        (law.round.refused, law.round.answered) = (Some(None), Some(reset));
+        law.current_until(reset)
+            .map(|end| end.duration_since(reset).unwrap())
+    };
+    assert_eq!(end(200 * MS), Some(600 * MS), "halfway from 0.2 s to 1 s");
+    // Within a sixteenth of the period: the period itself.
+    assert_eq!(end(960 * MS), Some(SECOND));
+    assert_eq!(end(SECOND - SECOND / 16), Some(SECOND));
+    assert_ne!(end(SECOND - SECOND / 16 - MS), Some(SECOND));
+}
+
+#[test]
+fn until_the_rate_is_refused_a_round_under_a_rate_lasts_two_bursts_of_sends() {
+    let rounds = |refused: Option<f64>| {
+        let (mut law, reset) = on_trial(None, None);
+        let known = law.known.as_mut().expect("five learned");
+        known.rate = super::search::Search::new(100.0, 0.0);
+        known.rate.max = refused;
+        let first = law.round.id;
+        for _ in 0..10 {
+            law.sent(reset, 0);
+        }
+        law.next(reset + MS, 0, PATIENCE);
+        law.round.id - first
+    };
+    assert_eq!(rounds(None), 1, "slow start: ten sends end the round");
+    assert_eq!(
+        rounds(Some(200.0)),
+        0,
+        "the rate was refused once: no slow start"
+    );
+}
+
+#[test]
+fn at_most_awaited_rounds_wait_for_their_answers() {
+    let (mut law, reset) = on_trial(None, None);
+    // Each round sends one request that never answers; it ends a period after its patience.
+    for round in 0..AWAITED as u32 + 4 {
+        let now = reset + round * (PATIENCE + 2 * SECOND);
+        law.next(now, 0, PATIENCE);
+        law.sent(now, 0);
+    }
+    assert_eq!(law.ended.len(), AWAITED);
+}
+
+#[test]
+fn a_token_due_a_period_away_holds_the_call_to_the_rounds_end() {
+    let (mut law, reset) = on_trial(None, None);
+    law.known.as_mut().expect("five learned").rate = super::search::Search::new(1.0, 0.0);
+    for out in 0..5 {
+        law.sent(reset, out);
+    }
+    // The next token is a second away, as far as the period: the round's end holds the call
+    // (an answer wakes it sooner), not the token.
+    let end = law.current_until(reset).expect("a round under way");
+    assert_eq!(law.next(reset, 0, PATIENCE), Some(end));
+    assert!(law.round.held.reset && !law.round.held.token);
 }
