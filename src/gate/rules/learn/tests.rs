@@ -565,3 +565,73 @@ fn a_token_due_a_period_away_holds_the_call_to_the_rounds_end() {
     assert_eq!(law.next(reset, 0, PATIENCE), Some(end));
     assert!(law.round.held.reset && !law.round.held.token);
 }
+
+/// A round of `id` 1 begun at the start with a bucket of `burst`, to be judged.
+fn round_of(burst: u64) -> Round<SystemTime> {
+    Round::new(1, burst as f64, Some(start()), None)
+}
+
+#[test]
+fn a_refused_burst_falls_to_what_of_it_was_accepted_paced_or_not_but_no_more_than_went() {
+    let judged = |accepted: u64, paced: u64| {
+        let mut known = Known::new(8);
+        let mut round = round_of(8);
+        (round.burst_sent, round.burst_refused) = (6, true);
+        (round.burst_accepted, round.paced_accepted) = (accepted, paced);
+        known.judge(&round, start() + SECOND);
+        known.burst()
+    };
+    assert_eq!(judged(3, 2), 5);
+    assert_eq!(judged(4, 4), 6, "no more than went of it");
+}
+
+#[test]
+fn a_raise_of_the_burst_that_bound_in_a_round_the_rate_got_refused_stays_on_trial() {
+    let mut known = Known::new(5);
+    known.burst.raise_to(6.0);
+    let mut round = round_of(6);
+    round.burst_tried = true;
+    (round.refused, round.paced_refused) = (Some(Some(start() + SECOND)), true);
+    known.judge(&round, start() + SECOND);
+    assert!(known.burst.trying);
+    assert_eq!(known.burst(), 6);
+}
+
+#[test]
+fn a_rate_is_proven_once_a_request_it_paced_was_accepted_and_stays_proven() {
+    let judged = |rate: f64, trying: bool, paced: u64| {
+        let mut known = Known::new(5);
+        known.rate = super::search::Search::new(rate, 0.0);
+        if trying {
+            known.rate.raise_to(rate * 2.0);
+        }
+        let mut round = round_of(5);
+        round.paced_accepted = paced;
+        known.judge(&round, start() + SECOND);
+        known
+    };
+    assert!(judged(2.0, false, 1).rate_proven);
+    assert!(!judged(2.0, false, 0).rate_proven, "nothing paced");
+    assert!(!judged(0.0, false, 1).rate_proven, "no rate paced it");
+    assert!(
+        !judged(2.0, true, 1).rate_proven,
+        "a raise on trial paced it"
+    );
+    let mut known = judged(2.0, false, 1);
+    known.judge(&round_of(5), start() + 2 * SECOND);
+    assert!(
+        known.rate_proven,
+        "a round that paced nothing takes nothing back"
+    );
+}
+
+#[test]
+fn a_key_keeps_windows_while_its_rate_gives_less_than_a_burst_a_period() {
+    let keeps = |rate: f64| {
+        let mut known = Known::<SystemTime>::new(5);
+        (known.rate, known.period) = (super::search::Search::new(rate, 0.0), Some(SECOND));
+        known.keeps_windows()
+    };
+    assert!(keeps(4.9));
+    assert!(!keeps(5.0), "a burst a period: the rate refills it");
+}
