@@ -635,3 +635,18 @@ fn a_key_keeps_windows_while_its_rate_gives_less_than_a_burst_a_period() {
     assert!(keeps(4.9));
     assert!(!keeps(5.0), "a burst a period: the rate refills it");
 }
+
+#[test]
+fn a_raise_of_the_rate_is_kept_where_it_paced_unrefused_and_dropped_where_it_never_bound() {
+    let judged = |tried: bool| {
+        let mut known = Known::new(5);
+        known.rate = super::search::Search::new(2.0, 0.0);
+        known.rate.raise_to(4.0);
+        let mut round = round_of(5);
+        round.rate_tried = tried;
+        known.judge(&round, start() + SECOND);
+        (known.rate.value, known.rate.trying)
+    };
+    assert_eq!(judged(true), (4.0, false));
+    assert_eq!(judged(false), (2.0, false));
+}
