@@ -119,7 +119,8 @@ fn judge<T: Moment>(known: &mut Known<T>, round: &Round<T>, now: T) {
     if rate.trying && !round.rate_tried {
         rate.drop_trial();
     }
-    if round.refused.is_some() || burst.trying || rate.trying {
+    // A refused round raises nothing; an unrefused one has decided every raise on trial.
+    if round.refused.is_some() {
         return;
     }
     if held.token {
