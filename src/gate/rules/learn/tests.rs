@@ -650,3 +650,20 @@ fn a_raise_of_the_rate_is_kept_where_it_paced_unrefused_and_dropped_where_it_nev
     assert_eq!(judged(true), (4.0, false));
     assert_eq!(judged(false), (2.0, false));
 }
+
+#[test]
+fn a_round_held_to_its_reset_raises_the_rate_from_zero_only_where_that_costs_less() {
+    let raised = |burst_cost: f64, rate_cost: f64| {
+        let mut known = Known::new(5);
+        known.period = Some(SECOND);
+        (known.burst.cost, known.rate.cost) = (burst_cost, rate_cost);
+        let mut round = round_of(5);
+        round.held.reset = true;
+        known.judge(&round, start() + 10 * SECOND);
+        (known.burst.trying, known.rate.trying)
+    };
+    let (burst, rate) = ((true, false), (false, true));
+    assert_eq!(raised(1.0, 0.5), rate, "the burst's refusals cost more");
+    assert_eq!(raised(0.5, 1.0), burst);
+    assert_eq!(raised(0.5, 0.5), burst, "as dear: the burst");
+}
