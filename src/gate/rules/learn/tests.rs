@@ -667,3 +667,23 @@ fn a_round_held_to_its_reset_raises_the_rate_from_zero_only_where_that_costs_les
     assert_eq!(raised(0.5, 1.0), burst);
     assert_eq!(raised(0.5, 0.5), burst, "as dear: the burst");
 }
+
+#[test]
+fn a_round_counts_what_it_paced_apart_from_its_burst_and_refusals_apart_from_both() {
+    let mut round = round_of(5);
+    let tag = |burst| Tag {
+        round: 1,
+        burst,
+        trial: None,
+        out: 1,
+        crowded: false,
+        at: start(),
+    };
+    round.out = 4;
+    for (burst, refused) in [(false, false), (false, false), (false, true), (true, false)] {
+        round.answered(tag(burst), refused);
+    }
+    assert_eq!((round.burst_accepted, round.paced_accepted), (1, 2));
+    assert!(round.paced_refused && !round.burst_refused);
+    assert_eq!(round.out, 0);
+}
