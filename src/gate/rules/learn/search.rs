@@ -226,6 +226,16 @@ mod tests {
     }
 
     #[test]
+    fn a_raise_to_a_value_steps_on_by_what_it_added() {
+        let mut rate = Search::<SystemTime>::new(4.0, 0.0);
+        rate.raise_to(5.0);
+        assert_eq!(rate.step, 1.0);
+        rate.keep();
+        rate.raise();
+        assert_eq!(rate.value, 7.0, "five, and the step doubled");
+    }
+
+    #[test]
     fn a_kept_value_above_the_least_refused_forgets_it() {
         let now = SystemTime::UNIX_EPOCH;
         let mut burst = search(10.0);
