@@ -226,6 +226,18 @@ mod tests {
     }
 
     #[test]
+    fn a_refusal_of_less_than_the_value_is_the_least_refused_unless_most_of_it_was_refused() {
+        let now = SystemTime::UNIX_EPOCH;
+        let mut burst = search(10.0);
+        burst.refused(8.0, 7.0, 0.0, now);
+        assert_eq!(burst.max, Some(8.0));
+        // Less than half of it went: the refusal says little of where the limit is.
+        let mut burst = search(10.0);
+        burst.refused(4.0, 3.0, 0.0, now);
+        assert_eq!(burst.max, Some(10.0));
+    }
+
+    #[test]
     fn a_raise_to_a_value_steps_on_by_what_it_added() {
         let mut rate = Search::<SystemTime>::new(4.0, 0.0);
         rate.raise_to(5.0);
