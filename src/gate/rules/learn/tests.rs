@@ -177,6 +177,8 @@ fn drive(
             if let Some(known) = law.known {
                 assert!(count < known.burst(), "no more out than the burst");
             }
+            // Against limits of tens, a thousand out is a law that lost hold of the key.
+            assert!(count < 1_000, "seed {seed}: {count} out at once");
             let tag = law.sent(now, count);
             let trip = round_trip();
             let verdict = server.answer(now + trip / 2, now + trip);
