@@ -581,10 +581,14 @@ fn a_refused_burst_falls_to_what_of_it_was_accepted_paced_or_not_but_no_more_tha
         (round.burst_sent, round.burst_refused) = (6, true);
         (round.burst_accepted, round.paced_accepted) = (accepted, paced);
         known.judge(&round, start() + SECOND);
-        known.burst()
+        (known.burst(), known.burst.max)
     };
-    assert_eq!(judged(3, 2), 5);
-    assert_eq!(judged(4, 4), 6, "no more than went of it");
+    assert_eq!(
+        judged(3, 2),
+        (5, Some(6.0)),
+        "the least refused: one more than went"
+    );
+    assert_eq!(judged(4, 4).0, 6, "no more than went of it");
 }
 
 #[test]
