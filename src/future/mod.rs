@@ -44,8 +44,9 @@ use crate::budget::Budget;
 use crate::config::Config;
 use crate::cost::CallCost;
 use crate::events;
-use crate::gate::after;
-use crate::gate::call::{Call, Entered, Episode, NotYet, Pass, Place, Reservation, Reserving};
+use crate::gate::call::{
+    Call, Entered, Episode, NotYet, Pass, Place, Reservation, Reserving, after,
+};
 use crate::jitter::Draws;
 use crate::key::Key;
 use crate::notice::Notice;

@@ -64,7 +64,6 @@ pub(crate) use store::Ledger;
 pub use snapshot::GateSnapshot;
 pub use store::MemoryStore;
 pub use store::{Reservation, StoreError, StoreFuture, Ticket, Window, WindowStore};
-pub(crate) use time::after;
 
 use crate::key::Key;
 use crate::settings::Settings;

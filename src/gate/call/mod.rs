@@ -8,9 +8,11 @@ mod said;
 pub(crate) use pass::{Held, NotYet, Pass, Place, Retry};
 pub(crate) use said::Said;
 // What the future meets of the rest of the gate, through its call: the turn an answer brought
-// the key's episode to, and the store's reservation.
+// the key's episode to, the store's reservation, and the gate's one way to add a wait to an
+// instant (bounded, never overflowing).
 pub(crate) use crate::gate::key::Episode;
 pub(crate) use crate::gate::store::{Reservation, Reserving};
+pub(crate) use crate::gate::time::after;
 
 use std::time::Duration;
 
@@ -23,7 +25,6 @@ use crate::gate::key::report::Report;
 use crate::gate::key::terms::Terms;
 use crate::gate::key::tokens::TokenMeters;
 use crate::gate::routes::Known;
-use crate::gate::time::after;
 use crate::key::Key;
 use crate::settings::Settings;
 use crate::throttled::{HeldBy, Throttled};

@@ -529,7 +529,7 @@ impl Gate {
 mod tests {
     use super::reopening::{Pace, SPACING};
     use super::*;
-    use crate::gate::after;
+    use crate::gate::time::after;
     use crate::headers::Unit;
     use crate::tokens::TokenCost;
     use std::sync::Arc;
