@@ -359,7 +359,7 @@ pub fn runs_table(clients: &[(&str, Client)], outcomes: &[Outcome]) -> String {
 }
 
 /// Every header style's runs: a markdown table, a style a row, each of `clients`' refusals and
-/// completion over the physical limit side by side (issue 12's "Done when" table).
+/// completion over the physical limit side by side: how each client fares against each style.
 pub fn matrix_table(clients: &[(&str, Client)], rows: &[(Headers, Vec<Outcome>)]) -> String {
     let mut table = String::from("| server sends |");
     let mut rule = String::from("|---|");
