@@ -78,6 +78,17 @@ impl ServerClock {
             self
         }
     }
+
+    /// The tighter of the bound `known` and one a response gave, where either is missing.
+    pub(crate) fn tightest(
+        known: Option<ServerClock>,
+        given: Option<ServerClock>,
+    ) -> Option<ServerClock> {
+        match (known, given) {
+            (Some(known), Some(given)) => Some(known.tighter(given)),
+            (known, given) => known.or(given),
+        }
+    }
 }
 
 /// How far the wall clock may move from the monotonic one before the pairing is read again:
@@ -164,6 +175,11 @@ mod tests {
         assert_eq!(sharp.tighter(blunt), sharp);
         assert_eq!(blunt.tighter(sharp), sharp);
         assert_eq!(sharp.at_least(now), date, "never before its own reading");
+        // A response without a `Date` leaves the bound known; the first one sets it.
+        assert_eq!(ServerClock::tightest(Some(blunt), Some(sharp)), Some(sharp));
+        assert_eq!(ServerClock::tightest(Some(sharp), None), Some(sharp));
+        assert_eq!(ServerClock::tightest(None, Some(blunt)), Some(blunt));
+        assert_eq!(ServerClock::tightest(None, None), None);
     }
 
     #[tokio::test(start_paused = true)]

@@ -42,6 +42,12 @@ pub(crate) enum Reset {
     At(SystemTime),
 }
 
+/// Whether a reset written as `value` names an instant in whole seconds on the server's clock
+/// (an epoch second): the window it ends may end up to a second before it.
+pub(crate) fn names_an_epoch_second(value: Decimal) -> bool {
+    (EPOCH_SECONDS_FROM..EPOCH_MILLIS_FROM).contains(&value.whole)
+}
+
 impl Reset {
     /// A reset written as a number: a countdown in seconds below [`EPOCH_SECONDS_FROM`], an
     /// epoch instant above it.

@@ -44,6 +44,9 @@ pub struct Meter {
     limit: Option<u64>,
     remaining: Option<u64>,
     reset_in: Option<Duration>,
+    /// The reset names a whole second on the server's clock: the window may end up to a
+    /// second before it.
+    reset_on_the_second: bool,
     window: Option<Duration>,
     unit: Unit,
     read_at: Instant,
@@ -126,6 +129,12 @@ impl Meter {
         self.remaining == Some(0)
     }
 
+    /// Whether the reset names a whole second on the server's clock (an epoch second, a date):
+    /// the window may end up to a second before it.
+    pub(crate) fn reset_on_the_second(&self) -> bool {
+        self.reset_on_the_second
+    }
+
     /// When the window resets, on the monotonic clock: the receipt the reading was given
     /// (`read_at`), plus [`reset_in`](Meter::reset_in). The gate holds a spent window by it.
     pub(crate) fn reset_at(&self) -> Option<Instant> {
@@ -147,6 +156,8 @@ pub(crate) struct Reading<'a> {
     pub(crate) remaining: Option<u64>,
     /// Time left at receipt. `Some(Duration::ZERO)`: the server named a reset that has passed.
     pub(crate) reset: Option<Duration>,
+    /// The reset names a whole second on the server's clock (an epoch second, a date).
+    pub(crate) reset_on_the_second: bool,
     pub(crate) window: Option<Duration>,
     pub(crate) unit: Unit,
 }
@@ -160,6 +171,7 @@ impl Reading<'_> {
         self.limit = lowest(self.limit, other.limit);
         self.remaining = lowest(self.remaining, other.remaining);
         self.reset = self.reset.max(other.reset);
+        self.reset_on_the_second |= other.reset_on_the_second;
         self.window = self.window.max(other.window);
     }
 
@@ -183,6 +195,7 @@ impl Reading<'_> {
             limit: self.limit,
             remaining,
             reset_in,
+            reset_on_the_second: self.reset_on_the_second,
             window: self.window,
             unit: self.unit,
             read_at,

@@ -67,6 +67,8 @@ struct Binding {
     /// The meter's whole quota a window, if the server gave it.
     limit: Option<u64>,
     unit: Unit,
+    /// Its reset names a whole second on the server's clock.
+    on_the_second: bool,
 }
 
 impl Said {
@@ -203,6 +205,7 @@ impl Said {
                 unit: binding.unit,
             }),
             limit: self.quota.and_then(|binding| binding.limit),
+            reset_on_the_second: self.quota.is_some_and(|binding| binding.on_the_second),
             pace: self.pace,
             server_clock: self.server_clock,
         }
@@ -250,6 +253,7 @@ fn quota(info: &RateLimitInfo, horizon: Instant) -> Option<Binding> {
                 quota,
                 limit,
                 unit: meter.unit(),
+                on_the_second: meter.reset_on_the_second(),
             })
         })
         .min_by_key(|binding| {

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::gate::rules::learn::Tag;
+use crate::gate::rules::quota::Quota;
 use crate::gate::time::ServerClock;
 use crate::throttled::HeldBy;
 
@@ -45,9 +46,33 @@ pub(crate) struct Admission {
     pub(crate) learns: Option<Duration>,
     /// What let it go, as far as the learned pace is concerned.
     pub(crate) learn: Option<Tag<Instant>>,
+    /// It was the last request its window had, sent alone: the quota it went on.
+    pub(crate) last: Option<Quota>,
 }
 
 impl Admission {
+    /// Let through at `now` in `epoch` (as `probe`, if one), counted out by its gate, which
+    /// knew the server's clock as `server_clock`; `learns`: the cap of a call held by quotas
+    /// the gate learned.
+    pub(crate) fn counted(
+        epoch: u64,
+        probe: Option<u64>,
+        now: Instant,
+        server_clock: Option<ServerClock>,
+        learns: Option<Duration>,
+    ) -> Admission {
+        Admission {
+            epoch,
+            probe,
+            counted: true,
+            sent: now,
+            server_clock,
+            learns,
+            learn: None,
+            last: None,
+        }
+    }
+
     /// Let through at `now` without a gate to count it.
     pub(crate) fn uncounted(now: Instant) -> Admission {
         Admission {
@@ -58,6 +83,7 @@ impl Admission {
             server_clock: None,
             learns: None,
             learn: None,
+            last: None,
         }
     }
 }

@@ -269,6 +269,9 @@ impl Gate {
             self.reopening.healthy();
         }
         self.learn_from(admitted, report, now);
+        if let (Some(before), Some(quota)) = (admitted.last, report.quota) {
+            self.window.last_answered(before, quota, admitted.sent, now);
+        }
         self.take_in(report, admitted.epoch, admitted.learns, now);
         self.queues.wake_heads();
         match self.closed(now, Terms::EVERYTHING) {
@@ -376,12 +379,7 @@ impl Gate {
     /// Takes in what the server said about the window of `epoch`, to a call held by learned
     /// quotas within the cap `learns` names, if it names one.
     fn take_in(&mut self, report: Report, epoch: u64, learns: Option<Duration>, now: Instant) {
-        if let Some(clock) = report.server_clock {
-            self.server_clock = Some(
-                self.server_clock
-                    .map_or(clock, |known| known.tighter(clock)),
-            );
-        }
+        self.server_clock = ServerClock::tightest(self.server_clock, report.server_clock);
         if let Some(until) = report.closed_until.filter(|until| *until > now) {
             // Where the learned quota goes at once when the instruction ends, that quota bounds
             // what goes then: a spread after it would only idle the key.
@@ -396,6 +394,7 @@ impl Gate {
         if let Some(quota) = report.quota.filter(|quota| quota.reset_at > now) {
             self.window
                 .report(quota, report.limit, report.quota_by, epoch, now);
+            self.window.read_to_the_second(report.reset_on_the_second);
         }
         if let Some(pace) = report.pace {
             self.reopening.pace(pace);
@@ -475,6 +474,15 @@ impl Gate {
             if let Some(reset_at) = quota.all_out_until(self.in_flight) {
                 return Release::At(reset_at);
             }
+            // (Where gates share a store, requests of other processes may be out.)
+            let busy =
+                !terms.fleet && (self.queues.of(terms.metered).len() > 1 || self.in_flight > 0);
+            if let Some(at) = self
+                .window
+                .last_held(quota, self.in_flight.into(), busy, now)
+            {
+                return Release::At(at);
+            }
         }
         self.reopening
             .next(now, quota.is_some(), self.in_flight, terms)
@@ -484,6 +492,12 @@ impl Gate {
         let paced = self.paced_by_learning(now, terms);
         // Where the gates share a store, the fleet learns in it: the gate's own law stays cold.
         let learn = (!terms.fleet).then(|| self.learn.sent(now, u64::from(self.in_flight)));
+        let quota = self.quota_within(now, terms).filter(|_| !terms.fleet);
+        let last = self.window.sending(quota, u64::from(self.in_flight), now);
+        if last.is_some() {
+            // Its answer speaks for whichever window it counted in, the old or a new one.
+            self.begin_epoch();
+        }
         self.in_flight += 1;
         // The first call the learned pace lets go after a closure is the probe the others owe.
         let probe = match paced {
@@ -493,6 +507,7 @@ impl Gate {
         };
         Admission {
             learn,
+            last,
             ..self.admission(probe, now, terms)
         }
     }
@@ -506,15 +521,8 @@ impl Gate {
     }
 
     fn admission(&self, probe: Option<u64>, now: Instant, terms: Terms) -> Admission {
-        Admission {
-            epoch: self.epoch,
-            probe,
-            counted: true,
-            sent: now,
-            server_clock: self.server_clock,
-            learns: terms.learned.then_some(terms.cap),
-            learn: None,
-        }
+        let learns = terms.learned.then_some(terms.cap);
+        Admission::counted(self.epoch, probe, now, self.server_clock, learns)
     }
 
     fn is_current_probe(&self, admitted: Admission) -> bool {
@@ -606,6 +614,7 @@ mod tests {
         quota: None,
         quota_by: None,
         limit: None,
+        reset_on_the_second: false,
         pace: None,
         server_clock: None,
     };
@@ -2003,5 +2012,52 @@ mod tests {
             "turned away at once when it may not wait for the reset"
         );
         assert_eq!(gate.waiters(), 0);
+    }
+
+    /// A window whose reset is read to the second (an epoch reset), of three a window: its
+    /// last request, with another out, waits for the earliest the window can have ended (a
+    /// second before the reset read), goes alone, and where its answer finds a new window,
+    /// that window's quota goes at once, not at the reset read.
+    #[test]
+    fn a_windows_last_request_read_to_the_second_goes_early_and_opens_the_next_window() {
+        let now = Instant::now();
+        let (_, waker) = waker();
+        let read = |remaining, reset_at| Report {
+            limit: Some(3),
+            reset_on_the_second: true,
+            ..quota(remaining, reset_at)
+        };
+        let mut gate = Gate::new();
+        let first = gate.come(now).unwrap();
+        gate.answered(first, read(2, now + 1500 * MS), now + 20 * MS);
+        let second = gate.come(now + 20 * MS).unwrap();
+        // The last of the window, with the second out and a call behind it: held.
+        let last = gate.come(now + 20 * MS).unwrap_err();
+        let behind = gate.come(now + 20 * MS).unwrap_err();
+        gate.answered(second, read(1, now + 1500 * MS), now + 40 * MS);
+        let (early, at) = gate.go(last, now + 40 * MS, &waker);
+        assert_eq!(at, now + 500 * MS);
+        assert!(early.last.is_some(), "it goes alone, as the window's last");
+        // It opened a new window: the call behind goes now, a second before the reset read;
+        // the next is that window's own last, held in turn.
+        gate.answered(early, read(2, now + 2500 * MS), now + 550 * MS);
+        assert!(gate.ask(behind, now + 550 * MS, &waker, TERMS).is_ok());
+        assert!(gate.come(now + 550 * MS).is_err());
+    }
+
+    /// The same window read as a countdown: its last request goes at once, in the window, as
+    /// every request did (a countdown read as the window opens is tight already).
+    #[test]
+    fn a_windows_last_request_read_as_a_countdown_goes_at_once() {
+        let now = Instant::now();
+        let read = |remaining, reset_at| Report {
+            limit: Some(3),
+            ..quota(remaining, reset_at)
+        };
+        let mut gate = Gate::new();
+        let first = gate.come(now).unwrap();
+        gate.answered(first, read(2, now + 1500 * MS), now + 20 * MS);
+        assert!(gate.come(now + 20 * MS).is_ok());
+        assert!(gate.come(now + 20 * MS).is_ok());
     }
 }

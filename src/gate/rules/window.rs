@@ -10,14 +10,31 @@
 //!   it goes at once, no more, until the first answer says what is left (a reset is never
 //!   early, so the new window has it all). The restored window is taken to last as long as the
 //!   one before did from its first report; answers replace it long before.
+//! - A reset written as a whole second on the server's clock (an epoch second, a date) may
+//!   fall up to a second before the one read, and every reading of one window names the same
+//!   second: a window that opens at its first request, released at that second, would open
+//!   just after each whole second and cost up to two. So where other calls wait or are out, a
+//!   window's last request goes alone at the earliest the window can have ended: a second
+//!   before its reset, or, once a window was shown to end sooner, that long after its first
+//!   request went. Its answer speaks for the window it counted in: a new one (room left, or a
+//!   later reset) opens then, not at the reset read, and bounds how long a window lasts from
+//!   its first request; the old one was owed that request anyway, so none is refused for it.
+//!   A new window that holds less than all its quota but that request (a sliding log, a
+//!   bucket) does not reset whole: sending apart would spread what the server counts, and no
+//!   last request goes early again. A countdown read as a window opens is as tight as the
+//!   round trip already.
 
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::quota::{Quota, fold};
-use crate::gate::time::Moment;
+use crate::gate::time::{Moment, after};
 use crate::throttled::HeldBy;
+
+/// A reset is written to the whole second: the window may end up to this much before the one
+/// read.
+const WRITTEN_TO: Duration = Duration::from_secs(1);
 
 /// What is known of the window the server reports, on the clock `T`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,6 +53,28 @@ pub(crate) struct ReportedWindow<T = Instant> {
     span: Duration,
     /// `quota` is what the last reset restored, not a report: the next report replaces it.
     restored: bool,
+    /// What sends the window's last request early (a shared store keeps none of it).
+    #[cfg_attr(feature = "redis", serde(skip))]
+    early: LastEarly,
+}
+
+/// What a gate keeps to send a window's last request early, where resets are read to the
+/// second.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct LastEarly {
+    /// The last report's reset named a whole second on the server's clock (an epoch second, a
+    /// date): every reading of one window says the same second, up to a second late. A
+    /// countdown read as a window opens is as tight as the round trip, and needs none of this.
+    on_the_second: bool,
+    /// When the current window's first request went.
+    opened: Option<Instant>,
+    /// The longest a window lasts from its first request's send, as a last request sent early
+    /// showed by finding a new window.
+    length: Option<Duration>,
+    /// A last request sent early found a window that did not reset whole (a sliding log, a
+    /// bucket): sending it apart from the others would spread what the server counts, and the
+    /// reset read would no longer restore the whole quota. None is sent early again.
+    partial: bool,
 }
 
 impl<T> Default for ReportedWindow<T> {
@@ -47,6 +86,7 @@ impl<T> Default for ReportedWindow<T> {
             limit: None,
             span: Duration::ZERO,
             restored: false,
+            early: LastEarly::default(),
         }
     }
 }
@@ -104,6 +144,7 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
     pub(crate) fn take_over(&mut self, now: T) -> Option<Quota<T>> {
         let over = self.quota.filter(|quota| quota.reset_at <= now)?;
         self.quota = None;
+        self.early.opened = None;
         Some(over)
     }
 
@@ -144,6 +185,107 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
                 self.restored = false;
             }
         }
+    }
+}
+
+impl ReportedWindow<Instant> {
+    /// Takes in whether the reset last reported names a whole second on the server's clock.
+    pub(crate) fn read_to_the_second(&mut self, on_the_second: bool) {
+        self.early.on_the_second = on_the_second;
+    }
+
+    /// A request goes at `now` with `out` out, on `quota` where it counts by one: the first
+    /// since the window began opens it. The quota it went on if it is the window's last,
+    /// alone, within the second its reset may fall in: its answer then speaks for whichever
+    /// window it counted in.
+    pub(crate) fn sending(
+        &mut self,
+        quota: Option<Quota>,
+        out: u64,
+        now: Instant,
+    ) -> Option<Quota> {
+        self.early.opened.get_or_insert(now);
+        quota.filter(|quota| {
+            self.sends_last_early()
+                && out == 0
+                && quota.remaining == 1
+                && after(now, WRITTEN_TO) >= quota.reset_at
+        })
+    }
+
+    /// Until when the last request `quota` leaves beside `out` out waits, unless it is the
+    /// key's only call (`busy`: others wait or are out): for the earliest the window can have
+    /// ended, as the length a window was shown to last from its first request says, or else a
+    /// second before the reset read; once a window was shown to reset whole, for the answers
+    /// out as well (they wake it; at the latest the reset), so that it goes alone. `None`: it
+    /// goes now (so does the last request of a window not ending within two seconds).
+    pub(crate) fn last_held(
+        &self,
+        quota: Quota,
+        out: u64,
+        busy: bool,
+        now: Instant,
+    ) -> Option<Instant> {
+        if !self.sends_last_early()
+            || !busy
+            || quota.left_beside(out) != 1
+            || quota.reset_at > after(now, 2 * WRITTEN_TO)
+        {
+            return None;
+        }
+        if out > 0 && self.early.length.is_some() {
+            return Some(quota.reset_at);
+        }
+        let earliest = quota.reset_at.checked_sub(WRITTEN_TO)?;
+        let at = self
+            .early
+            .opened
+            .zip(self.early.length)
+            .map(|(opened, length)| after(opened, length))
+            .filter(|ended| *ended < quota.reset_at)
+            .map_or(earliest, |ended| ended.max(earliest));
+        (at > now).then_some(at)
+    }
+
+    /// Whether a window's last request may go early: its reset is read to the second, and no
+    /// window was found not to reset whole.
+    fn sends_last_early(&self) -> bool {
+        self.early.on_the_second && !self.early.partial
+    }
+
+    /// The answer to a window's last request, sent alone at `sent` and answered at `now`,
+    /// reported `quota`: if it found a new window, that window opened as it went, and the one
+    /// before lasted no longer than from its first request to this answer.
+    pub(crate) fn last_answered(
+        &mut self,
+        before: Quota,
+        quota: Quota,
+        sent: Instant,
+        now: Instant,
+    ) {
+        // Counted in the old window, it says nothing of the next.
+        let later = quota.reset_at > after(before.reset_at, WRITTEN_TO / 2);
+        if quota.remaining == 0 && !later {
+            return;
+        }
+        // Answered after the reset read, it is confounded with what that reset restored.
+        if now >= before.reset_at {
+            return;
+        }
+        // A new window holds all its quota but this request.
+        if quota.remaining > 0 && self.limit.is_none_or(|limit| quota.remaining + 1 < limit) {
+            self.early.partial = true;
+            return;
+        }
+        if let Some(opened) = self.early.opened {
+            let lasted = now.since(opened);
+            self.early.length = Some(
+                self.early
+                    .length
+                    .map_or(lasted, |length| length.min(lasted)),
+            );
+        }
+        self.early.opened = Some(sent);
     }
 }
 
@@ -311,5 +453,138 @@ mod tests {
         assert_eq!(window.quota(now), Some(quota(5, now + SECOND)));
         window.report(quota(4, now + SECOND), None, None, 2, now);
         assert_eq!(window.quota(now), Some(quota(4, now + SECOND)));
+    }
+
+    const MS: Duration = Duration::from_millis(1);
+
+    /// A window of 20 a second whose reset was read as `reset_at`, first sent at `opened`.
+    fn window_of_twenty(reset_at: Instant, opened: Instant) -> ReportedWindow {
+        let mut window = ReportedWindow::default();
+        window.report(quota(19, reset_at), Some(20), None, 0, opened);
+        window.read_to_the_second(true);
+        window.sending(None, 0, opened);
+        window
+    }
+
+    #[test]
+    fn the_last_request_waits_for_the_earliest_the_window_can_end_while_others_wait_behind_it() {
+        let now = Instant::now();
+        let window = window_of_twenty(now + 1500 * MS, now);
+        let last = quota(1, now + 1500 * MS);
+        // Up to a second before the reset read: it goes then, not now.
+        assert_eq!(window.last_held(last, 0, true, now), Some(now + 500 * MS));
+        assert_eq!(window.last_held(last, 0, true, now + 500 * MS), None);
+        // With answers out it waits as long (a window not yet shown to reset whole).
+        assert_eq!(
+            window.last_held(quota(3, now + 1500 * MS), 2, true, now),
+            Some(now + 500 * MS)
+        );
+        // The key's only call, or more than one left: it goes at once.
+        assert_eq!(window.last_held(last, 0, false, now), None);
+        assert_eq!(
+            window.last_held(quota(2, now + 1500 * MS), 0, true, now),
+            None
+        );
+        // A window not ending within two seconds (the end of a long one is): at once.
+        let far = quota(1, now + 2001 * MS);
+        assert_eq!(window.last_held(far, 0, true, now), None);
+        let near = quota(1, now + 2 * SECOND);
+        assert_eq!(window.last_held(near, 0, true, now), Some(now + SECOND));
+    }
+
+    #[test]
+    fn a_request_is_the_windows_last_alone_only_within_the_second_before_its_reset() {
+        let now = Instant::now();
+        let mut window = window_of_twenty(now + 1500 * MS, now);
+        let last = Some(quota(1, now + 1500 * MS));
+        assert_eq!(window.sending(last, 0, now + 500 * MS), last);
+        assert_eq!(window.sending(last, 0, now + 499 * MS), None);
+        assert_eq!(window.sending(last, 1, now + 500 * MS), None);
+        let two = Some(quota(2, now + 1500 * MS));
+        assert_eq!(window.sending(two, 0, now + 500 * MS), None);
+    }
+
+    #[test]
+    fn a_last_request_that_finds_a_new_window_times_the_next_from_its_first_request() {
+        let now = Instant::now();
+        let mut window = window_of_twenty(now + 2 * SECOND, now);
+        let before = quota(1, now + 2 * SECOND);
+        // Sent a second before the reset read, answered 60 ms on in a new window of 20.
+        let sent = now + SECOND;
+        window.last_answered(before, quota(19, now + 3 * SECOND), sent, sent + 60 * MS);
+        // The window before lasted at most 1.06 s from its first request; the new one opened
+        // as the last went. Its own last then waits 1.06 s from there, later than a second
+        // before its reset.
+        let next = quota(1, now + 3 * SECOND);
+        assert_eq!(
+            window.last_held(next, 0, true, sent + 100 * MS),
+            Some(sent + 1060 * MS)
+        );
+        // A window shown to reset whole: its last waits for the answers out, to go alone.
+        let beside_two = quota(3, now + 3 * SECOND);
+        assert_eq!(
+            window.last_held(beside_two, 2, true, sent + 100 * MS),
+            Some(now + 3 * SECOND)
+        );
+        // A reset read sooner than that length ends it: a second before that reset instead.
+        let sooner = quota(1, now + 2050 * MS);
+        assert_eq!(
+            window.last_held(sooner, 0, true, sent),
+            Some(now + 1050 * MS)
+        );
+        // A later, longer measure (1.12 s) never loosens it.
+        let second = sent + 1060 * MS;
+        window.last_answered(next, quota(19, now + 4 * SECOND), second, second + 60 * MS);
+        let after_that = quota(1, now + 4 * SECOND);
+        assert_eq!(
+            window.last_held(after_that, 0, true, sent + 1100 * MS),
+            Some(sent + 1060 * MS + 1060 * MS)
+        );
+    }
+
+    #[test]
+    fn a_last_request_counted_in_the_old_window_teaches_nothing() {
+        let now = Instant::now();
+        let mut window = window_of_twenty(now + 2 * SECOND, now);
+        let before = quota(1, now + 2 * SECOND);
+        window.last_answered(
+            before,
+            quota(0, now + 2 * SECOND),
+            now + SECOND,
+            now + SECOND + 60 * MS,
+        );
+        // Still a second before the reset, from the same opening.
+        assert_eq!(window.last_held(before, 0, true, now), Some(now + SECOND));
+        // Nor does one answered after the reset read: that reset restored the window meanwhile.
+        window.last_answered(
+            before,
+            quota(19, now + 3 * SECOND),
+            now + SECOND,
+            now + 2 * SECOND,
+        );
+        assert_eq!(window.last_held(before, 0, true, now), Some(now + SECOND));
+    }
+
+    #[test]
+    fn a_window_that_does_not_reset_whole_sends_no_last_request_early_again() {
+        let now = Instant::now();
+        let mut window = window_of_twenty(now + 2 * SECOND, now);
+        let before = quota(1, now + 2 * SECOND);
+        // A sliding log freed a few of its twenty: what it counts would spread.
+        window.last_answered(
+            before,
+            quota(6, now + 2 * SECOND + 300 * MS),
+            now + SECOND,
+            now + SECOND + 60 * MS,
+        );
+        let next = quota(1, now + 3 * SECOND);
+        assert_eq!(
+            window.last_held(next, 0, true, now + 2 * SECOND + 100 * MS),
+            None
+        );
+        assert_eq!(
+            window.sending(Some(next), 0, now + 2 * SECOND + 100 * MS),
+            None
+        );
     }
 }

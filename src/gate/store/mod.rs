@@ -97,6 +97,7 @@ impl Window {
             quota_by: Some(HeldBy::Fleet),
             instructed_until: None,
             limit: self.limit,
+            reset_on_the_second: false,
             server_clock: None,
             quota: self.quota.map(|(remaining, reset)| Quota {
                 remaining,
