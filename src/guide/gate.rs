@@ -19,9 +19,10 @@
 //!   wait for the reset (or for an answer that gives a unit back, whichever comes first). At
 //!   the reset, the whole quota the server gave (its policy's `q`, `X-RateLimit-Limit`) goes at
 //!   once, no probe: a reset read never early has restored it. A reset that names a whole
-//!   second (an epoch `X-RateLimit-Reset`) may fall up to a second before it: where other calls
-//!   wait or are out, the window's last unit goes alone at the earliest the window can have ended, and if
-//!   its answer finds a new window, that window's quota goes then, not at the second read.
+//!   second (an epoch `X-RateLimit-Reset`) may fall up to a second before it: where other
+//!   calls wait or are out, the window's last unit goes alone at the earliest the window can
+//!   have ended, and if its answer finds a new window, that window's quota goes then, not at
+//!   the second read.
 //! - **Nothing jams a gate.** A probe that has not answered within `probe_timeout` (10 s) lets
 //!   the next waiter probe. A pace comes only from a policy whose window is within the cap (a
 //!   daily quota is not a reason to space calls 17 s apart) and lasts only that window. A wait
