@@ -241,6 +241,33 @@ mod tests {
     }
 
     #[test]
+    fn a_reset_that_names_a_second_in_either_reading_names_one_merged() {
+        let mut countdown = Reading {
+            reset: secs(1),
+            ..Reading::default()
+        };
+        countdown.merge(Reading {
+            reset: secs(2),
+            reset_on_the_second: true,
+            ..Reading::default()
+        });
+        assert!(countdown.reset_on_the_second);
+        let meter = countdown.into_meter(Instant::now()).unwrap();
+        assert!(meter.reset_on_the_second());
+        let mut plain = Reading {
+            reset: secs(1),
+            ..Reading::default()
+        };
+        plain.merge(Reading::default());
+        assert!(
+            !plain
+                .into_meter(Instant::now())
+                .unwrap()
+                .reset_on_the_second()
+        );
+    }
+
+    #[test]
     fn merge_never_lets_unknown_erase_known() {
         let mut reading = Reading {
             limit: Some(10),

@@ -364,6 +364,37 @@ mod tests {
         assert_eq!(within_a_day.quota.remaining, 3);
     }
 
+    /// The report says whether the binding meter's reset names a whole second: an epoch
+    /// `X-RateLimit-Reset` does, a countdown does not.
+    #[test]
+    fn the_report_says_whether_the_reset_names_a_second() {
+        let now = Instant::now();
+        let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let settings = Settings::default();
+        let read = |reset: &'static str| {
+            let mut response = Response::builder()
+                .header("x-ratelimit-limit", "20")
+                .header("x-ratelimit-remaining", "3")
+                .header("x-ratelimit-reset", reset)
+                .body(())
+                .unwrap();
+            Said::read(&mut response, now, wall, None, &settings, &[]).report(None)
+        };
+        let epoch = read("1700000001");
+        assert!(epoch.quota.is_some() && epoch.reset_on_the_second);
+        let countdown = read("1");
+        assert!(countdown.quota.is_some() && !countdown.reset_on_the_second);
+        // Anthropic's reset is an RFC 3339 instant, to the second.
+        let mut response = Response::builder()
+            .header("anthropic-ratelimit-requests-limit", "20")
+            .header("anthropic-ratelimit-requests-remaining", "3")
+            .header("anthropic-ratelimit-requests-reset", "2023-11-14T22:13:21Z")
+            .body(())
+            .unwrap();
+        let instant = Said::read(&mut response, now, wall, None, &settings, &[]).report(None);
+        assert!(instant.quota.is_some() && instant.reset_on_the_second);
+    }
+
     /// A 429 whose `RateLimit` field says its window is spent, and resets in `seconds`.
     fn spent_for(seconds: u64) -> Response<()> {
         let ratelimit = format!(r#""d";r=0;t={seconds}"#);

@@ -526,11 +526,16 @@ mod tests {
             window.last_held(beside_two, 2, true, sent + 100 * MS),
             Some(now + 3 * SECOND)
         );
-        // A reset read sooner than that length ends it: a second before that reset instead.
+        // A reset read no later than that length ends it: a second before that reset instead.
         let sooner = quota(1, now + 2050 * MS);
         assert_eq!(
             window.last_held(sooner, 0, true, sent),
             Some(now + 1050 * MS)
+        );
+        let as_soon = quota(1, sent + 1060 * MS);
+        assert_eq!(
+            window.last_held(as_soon, 0, true, sent),
+            Some(now + 1060 * MS)
         );
         // A later, longer measure (1.12 s) never loosens it.
         let second = sent + 1060 * MS;
@@ -563,6 +568,32 @@ mod tests {
             now + 2 * SECOND,
         );
         assert_eq!(window.last_held(before, 0, true, now), Some(now + SECOND));
+    }
+
+    #[test]
+    fn a_later_reset_is_a_new_window_even_with_nothing_left_but_half_a_second_on_is_not() {
+        let now = Instant::now();
+        let before = quota(1, now + 2 * SECOND);
+        let sent = now + SECOND;
+        // The same reset half a second on: the old window, read again.
+        let mut window = window_of_twenty(now + 2 * SECOND, now);
+        let same = quota(0, now + 2500 * MS);
+        window.last_answered(before, same, sent, sent + 60 * MS);
+        let later = quota(1, now + 3 * SECOND);
+        assert_eq!(
+            window.last_held(later, 0, true, sent),
+            Some(now + 2 * SECOND),
+            "no length learned: a second before the reset"
+        );
+        // A second on: a new window (of one request), which it spent.
+        let mut window = window_of_twenty(now + 2 * SECOND, now);
+        let next = quota(0, now + 3 * SECOND);
+        window.last_answered(before, next, sent, sent + 60 * MS);
+        assert_eq!(
+            window.last_held(later, 0, true, sent),
+            Some(sent + 1060 * MS),
+            "it opened a window, lasting at most 1.06 s from its first request"
+        );
     }
 
     #[test]
