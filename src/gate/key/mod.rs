@@ -945,6 +945,26 @@ mod tests {
         gate.answered(paced, HEALTHY, back);
         let let_through = gate.ask(unlearned, back, &waker, UNLEARNED).unwrap();
         assert!(let_through.probe.is_none(), "the probe came back healthy");
+        let next = gate.arrive_as(back, LEARNING).unwrap();
+        assert!(next.probe.is_none(), "no probe is owed any more");
+    }
+
+    /// A response that states the server's policy (a pace, no count) has spoken as a quota
+    /// does: what the law learned of a silent server is forgotten.
+    #[test]
+    fn a_policys_pace_alone_makes_the_law_forget_what_it_learned() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let heard = learned_three_then_refused(&mut gate, now, LEARNING);
+        assert!(gate.learn.is_known());
+        let open = heard + SECOND + 80 * MS;
+        let admitted = gate.arrive_as(open, LEARNING).unwrap();
+        let policy = Report {
+            pace: paced(100 * MS, open),
+            ..HEALTHY
+        };
+        gate.answered(admitted, policy, open + 20 * MS);
+        assert!(!gate.learn.is_known());
     }
 
     #[test]
