@@ -246,3 +246,29 @@ fn a_reset_written_to_the_second_costs_close_to_its_window_not_a_second_more() {
         }
     }
 }
+
+/// A meter whose figure rises within one window (a token bucket refilling, a cap on requests
+/// in flight freeing a slot) is followed: what the server gave back is spent, and its reset
+/// moves with it, so that no reset read before the last spending brings a burst on early.
+#[test]
+fn meters_that_give_back_within_a_window_are_followed_not_burst_into() {
+    for (algorithm, limit, bound) in [
+        (Algorithm::TokenBucket, 50, 1.05),
+        (Algorithm::InFlight, 20, 4.5),
+    ] {
+        for seed in 1..=10 {
+            let args = Args {
+                algorithm,
+                limit,
+                headers: Headers::Draft8,
+                ..Args::default()
+            };
+            let (_, defaults) = workload::CLIENTS[3];
+            let layer = sim::run(&args, args.headers, defaults, seed);
+            let described = args.describe();
+            assert_eq!(layer.refused(), 0, "{described}, seed {seed}");
+            let ratio = layer.completion_ratio().expect("finished");
+            assert!(ratio <= bound, "{described}, seed {seed}: {ratio:.2}");
+        }
+    }
+}

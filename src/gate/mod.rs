@@ -32,6 +32,7 @@
 //! |---|---|
 //! | a closure is never brought forward | `rules/closure.rs` |
 //! | readings of one meter fold to the most restrictive figure | `rules/quota.rs` |
+//! | a higher figure counted after the lowest replaces it, reset and all | `rules/window.rs` |
 //! | no more out than the quota says remain | `rules/quota.rs` |
 //! | a spent window restores its whole quota at its reset | `rules/window.rs` |
 //! | a reset named to the second: the window's last request goes early, alone | `rules/window.rs` |

@@ -48,14 +48,16 @@ pub(crate) struct Admission {
     pub(crate) learn: Option<Tag<Instant>>,
     /// It was the last request its window had, sent alone: the quota it went on.
     pub(crate) last: Option<Quota>,
+    /// How many of the window's reports its gate had taken in when it went.
+    pub(crate) seen: u64,
 }
 
 impl Admission {
-    /// Let through at `now` in `epoch` (as `probe`, if one), counted out by its gate, which
-    /// knew the server's clock as `server_clock`; `learns`: the cap of a call held by quotas
-    /// the gate learned.
+    /// Let through at `now` in `epoch` when its gate had taken in `seen` of the window's
+    /// reports (as `probe`, if one), counted out by its gate, which knew the server's clock as
+    /// `server_clock`; `learns`: the cap of a call held by quotas the gate learned.
     pub(crate) fn counted(
-        epoch: u64,
+        (epoch, seen): (u64, u64),
         probe: Option<u64>,
         now: Instant,
         server_clock: Option<ServerClock>,
@@ -70,7 +72,13 @@ impl Admission {
             learns,
             learn: None,
             last: None,
+            seen,
         }
+    }
+
+    /// The epoch it went in, and how many of the window's reports its gate had taken in.
+    pub(crate) fn went(self) -> (u64, Option<u64>) {
+        (self.epoch, Some(self.seen))
     }
 
     /// Let through at `now` without a gate to count it.
@@ -84,6 +92,7 @@ impl Admission {
             learns: None,
             learn: None,
             last: None,
+            seen: 0,
         }
     }
 }

@@ -272,7 +272,7 @@ impl Gate {
         if let (Some(before), Some(quota)) = (admitted.last, report.quota) {
             self.window.last_answered(before, quota, admitted.sent, now);
         }
-        self.take_in(report, admitted.epoch, admitted.learns, now);
+        self.take_in(report, Some(admitted), now);
         self.queues.wake_heads();
         match self.closed(now, Terms::EVERYTHING) {
             Some(_) if held_before => None,
@@ -300,7 +300,7 @@ impl Gate {
 
     /// Takes in what another process learned, through a shared store.
     pub(crate) fn learn(&mut self, report: Report, now: Instant) {
-        self.take_in(report, self.epoch, None, now);
+        self.take_in(report, None, now);
     }
 
     /// A request let through as `admitted` ended without a response (dropped, or a transport
@@ -376,9 +376,11 @@ impl Gate {
         }
     }
 
-    /// Takes in what the server said about the window of `epoch`, to a call held by learned
-    /// quotas within the cap `learns` names, if it names one.
-    fn take_in(&mut self, report: Report, epoch: u64, learns: Option<Duration>, now: Instant) {
+    /// Takes in what the server said to a request let through as `admitted` (`None`: what
+    /// another process learned, of the current epoch).
+    fn take_in(&mut self, report: Report, admitted: Option<Admission>, now: Instant) {
+        let went = admitted.map_or((self.epoch, None), Admission::went);
+        let learns = admitted.and_then(|admitted| admitted.learns);
         self.server_clock = ServerClock::tightest(self.server_clock, report.server_clock);
         if let Some(until) = report.closed_until.filter(|until| *until > now) {
             // Where the learned quota goes at once when the instruction ends, that quota bounds
@@ -393,7 +395,7 @@ impl Gate {
         }
         if let Some(quota) = report.quota.filter(|quota| quota.reset_at > now) {
             self.window
-                .report(quota, report.limit, report.quota_by, epoch, now);
+                .report(quota, report.limit, report.quota_by, went, now);
             self.window.read_to_the_second(report.reset_on_the_second);
         }
         if let Some(pace) = report.pace {
@@ -522,7 +524,8 @@ impl Gate {
 
     fn admission(&self, probe: Option<u64>, now: Instant, terms: Terms) -> Admission {
         let learns = terms.learned.then_some(terms.cap);
-        Admission::counted(self.epoch, probe, now, self.server_clock, learns)
+        let went = (self.epoch, self.window.taken());
+        Admission::counted(went, probe, now, self.server_clock, learns)
     }
 
     fn is_current_probe(&self, admitted: Admission) -> bool {

@@ -44,8 +44,9 @@ impl<T: Copy> Quota<T> {
 }
 
 /// What is known after `reported` is folded into `known`, a quota still current;
-/// `newer` when the report was let through after the closure that `known` preceded. `None`:
-/// the report changes nothing.
+/// `newer` when the report is known to have been counted after every report `known` holds
+/// (let through after the closure that `known` preceded, or after the lowest figure's answer
+/// came back with a higher one). `None`: the report changes nothing.
 ///
 /// A report whose reset is clearly later starts a new window, unless the known one is spent
 /// and the report has room (a spent window has not reset yet: that is another, longer meter,
@@ -53,9 +54,9 @@ impl<T: Copy> Quota<T> {
 /// before or another, shorter meter, and replaces the known quota only if it says it is spent
 /// (a per-second quota spent while the per-minute one still has room must hold the calls; one
 /// with room left must not make the gate forget the longer window's count, which it would once
-/// its reset passed). Within one window the server's count only falls, so the lowest figure is
-/// the latest whatever order answers came back in, and, each reset being the server's
-/// rounded-up countdown read after it was written, the earliest reset is the closest to the
+/// its reset passed). Within one window of a fixed count the server's figure only falls, so
+/// the lowest is the latest whatever order answers came back in, and, each reset being the
+/// server's rounded-up countdown read after it was written, the earliest reset is the closest to the
 /// truth; but a spent window is held until the latest reset a report saying so named, since a
 /// limiter whose reset moves (a token bucket's next token) refuses anything sooner.
 pub(crate) fn fold<T>(known: Quota<T>, reported: Quota<T>, newer: bool) -> Option<Quota<T>>

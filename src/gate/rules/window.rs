@@ -4,7 +4,12 @@
 //! every one is of epoch 0).
 //!
 //! - Reports fold by [`fold`]'s one rule; a report from before the quota's epoch (a straggler
-//!   from a window already over) is ignored.
+//!   from a window already over) is ignored. Answers come back in any order, so the lowest
+//!   figure stands for the latest count; but a request sent after the lowest figure's answer
+//!   came back was counted after it, and a higher figure in its answer says the server gave
+//!   some back within the window (a bucket refilling, a slot in flight freed): that report
+//!   replaces what is known, reset and all, since such a limiter's reset moves as it is spent
+//!   (a reset read before the last spending would bring a burst on early).
 //! - A window is spent at its reset when nothing was left of it but what requests still out
 //!   took (`remaining <= out`). Where the server gave its whole quota, that reset restores it:
 //!   it goes at once, no more, until the first answer says what is left (a reset is never
@@ -56,6 +61,12 @@ pub(crate) struct ReportedWindow<T = Instant> {
     /// What sends the window's last request early (a shared store keeps none of it).
     #[cfg_attr(feature = "redis", serde(skip))]
     early: LastEarly,
+    /// Reports taken in so far: a request that went when this many were is newer than each.
+    #[cfg_attr(feature = "redis", serde(default))]
+    taken: u64,
+    /// Which report (counted from 0) set the lowest figure known, where one did.
+    #[cfg_attr(feature = "redis", serde(default))]
+    lowest_by: Option<u64>,
 }
 
 /// What a gate keeps to send a window's last request early, where resets are read to the
@@ -87,6 +98,8 @@ impl<T> Default for ReportedWindow<T> {
             span: Duration::ZERO,
             restored: false,
             early: LastEarly::default(),
+            taken: 0,
+            lowest_by: None,
         }
     }
 }
@@ -122,18 +135,25 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
         self.limit = limit.or(self.limit);
     }
 
-    /// Takes in a quota reported at `now` by a request let through in `epoch`, with the whole
-    /// quota `limit` if the server gave it, by the meter `by`.
+    /// How many reports were taken in: what a request going now has seen.
+    pub(crate) fn taken(&self) -> u64 {
+        self.taken
+    }
+
+    /// Takes in a quota reported at `now` by a request let through in `epoch` when `seen`
+    /// reports were taken in (`None`: not known), with the whole quota `limit` if the server
+    /// gave it, by the meter `by`.
     pub(crate) fn report(
         &mut self,
         quota: Quota<T>,
         limit: Option<u64>,
         by: Option<HeldBy>,
-        epoch: u64,
+        (epoch, seen): (u64, Option<u64>),
         now: T,
     ) {
         self.report_limit(limit);
-        self.fold_in(quota, epoch, now);
+        self.fold_in(quota, epoch, seen, now);
+        self.taken += 1;
         if quota.is_spent() && self.quota.is_some_and(|known| known.is_spent()) {
             self.by = by;
         }
@@ -167,11 +187,21 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
         true
     }
 
-    fn fold_in(&mut self, quota: Quota<T>, epoch: u64, now: T) {
+    /// Folds in a report of a request that went when `seen` reports were taken in. One that
+    /// went after the report of the lowest figure was taken in was counted after it: a higher
+    /// figure then says the server gave some back within the window (a bucket, a sliding log),
+    /// so it replaces what is known, its reset with it (a bucket's reset moves as it is spent).
+    fn fold_in(&mut self, quota: Quota<T>, epoch: u64, seen: Option<u64>, now: T) {
         match self.quota(now) {
             Some(_) if epoch < self.epoch => {}
             Some(known) if !self.restored => {
-                if let Some(folded) = fold(known, quota, epoch > self.epoch) {
+                let after_lowest =
+                    seen.is_some_and(|seen| self.lowest_by.is_none_or(|by| seen > by));
+                let given_back = after_lowest && quota.remaining > known.remaining;
+                if let Some(folded) = fold(known, quota, epoch > self.epoch || given_back) {
+                    if folded.remaining != known.remaining {
+                        self.lowest_by = Some(self.taken);
+                    }
                     self.quota = Some(folded);
                     self.epoch = epoch;
                 }
@@ -183,6 +213,7 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
                 self.epoch = epoch;
                 self.span = quota.reset_at.since(now);
                 self.restored = false;
+                self.lowest_by = Some(self.taken);
             }
         }
     }
@@ -322,7 +353,7 @@ mod tests {
             quota(0, now + 60 * SECOND),
             None,
             spent_by(Unit::Requests),
-            0,
+            (0, None),
             now,
         );
         // A longer meter with room: the hold stays, and so does what set it.
@@ -330,7 +361,7 @@ mod tests {
             quota(9, now + 3600 * SECOND),
             None,
             spent_by(Unit::Tokens),
-            0,
+            (0, None),
             now,
         );
         assert_eq!(window.quota(now), Some(quota(0, now + 60 * SECOND)));
@@ -341,7 +372,7 @@ mod tests {
             quota(5, now + 60 * SECOND),
             None,
             spent_by(Unit::Requests),
-            0,
+            (0, None),
             now,
         );
         assert_eq!(open.spent_by(), None);
@@ -349,7 +380,7 @@ mod tests {
             quota(0, now + 60 * SECOND),
             None,
             spent_by(Unit::Tokens),
-            0,
+            (0, None),
             now,
         );
         assert_eq!(open.spent_by(), spent_by(Unit::Tokens));
@@ -359,8 +390,14 @@ mod tests {
     fn a_spent_window_restores_its_whole_quota_for_as_long_as_it_lasted() {
         let now = Instant::now();
         let mut window = ReportedWindow::default();
-        window.report(quota(3, now + 10 * SECOND), Some(20), None, 0, now);
-        window.report(quota(0, now + 10 * SECOND), None, None, 0, now + SECOND);
+        window.report(quota(3, now + 10 * SECOND), Some(20), None, (0, None), now);
+        window.report(
+            quota(0, now + 10 * SECOND),
+            None,
+            None,
+            (0, None),
+            now + SECOND,
+        );
         assert_eq!(window.take_over(now + 9 * SECOND), None, "not over yet");
         let reset = now + 10 * SECOND;
         let over = window.take_over(reset).expect("over at its reset");
@@ -370,7 +407,7 @@ mod tests {
         assert_eq!(window.quota(reset), Some(quota(20, reset + 10 * SECOND)));
         // The next report replaces what the reset restored, where a fold would keep the
         // earlier reset of one window.
-        window.report(quota(19, reset + 11 * SECOND), None, None, 1, reset);
+        window.report(quota(19, reset + 11 * SECOND), None, None, (1, None), reset);
         assert_eq!(window.quota(reset), Some(quota(19, reset + 11 * SECOND)));
     }
 
@@ -379,7 +416,7 @@ mod tests {
         let now = Instant::now();
         for limit in [None, Some(0)] {
             let mut window = ReportedWindow::default();
-            window.report(quota(0, now + SECOND), limit, None, 0, now);
+            window.report(quota(0, now + SECOND), limit, None, (0, None), now);
             let over = window.take_over(now + SECOND).unwrap();
             assert!(!window.restore(over, 0, 1, now + SECOND), "{limit:?}");
             assert_eq!(window.quota(now + SECOND), None);
@@ -392,7 +429,7 @@ mod tests {
         let reset = now + 10 * SECOND;
         for (out, restores) in [(2, false), (3, true), (4, true)] {
             let mut window = ReportedWindow::default();
-            window.report(quota(3, reset), Some(20), None, 0, now);
+            window.report(quota(3, reset), Some(20), None, (0, None), now);
             let over = window.take_over(reset).unwrap();
             assert_eq!(window.restore(over, out, 1, reset), restores, "{out} out");
             let restored = restores.then_some(quota(20, reset + 10 * SECOND));
@@ -404,14 +441,20 @@ mod tests {
     fn a_restored_window_lasts_as_long_as_its_first_report_said_not_from_the_reset() {
         let now = Instant::now();
         let mut window = ReportedWindow::default();
-        window.report(quota(0, now + 4 * SECOND), Some(20), None, 0, now);
+        window.report(quota(0, now + 4 * SECOND), Some(20), None, (0, None), now);
         let reset = now + 4 * SECOND;
         let over = window.take_over(reset).unwrap();
         assert!(window.restore(over, 0, 1, reset));
         // The first answer after the reset, a round trip later, says 2 s are left: the next
         // restored window lasts 2 s, where measured from the reset it would last 2.1 s.
         let answered = reset + SECOND / 10;
-        window.report(quota(0, answered + 2 * SECOND), None, None, 1, answered);
+        window.report(
+            quota(0, answered + 2 * SECOND),
+            None,
+            None,
+            (1, None),
+            answered,
+        );
         let next = answered + 2 * SECOND;
         let over = window.take_over(next).unwrap();
         assert!(window.restore(over, 0, 2, next));
@@ -429,7 +472,7 @@ mod tests {
             },
             Some(5),
             None,
-            0,
+            (0, None),
             now,
         );
         let over = window.take_over(now + SECOND).unwrap();
@@ -448,11 +491,58 @@ mod tests {
     fn a_report_from_before_the_windows_epoch_is_ignored() {
         let now = Instant::now();
         let mut window = ReportedWindow::default();
-        window.report(quota(5, now + SECOND), None, None, 2, now);
-        window.report(quota(1, now + SECOND), None, None, 1, now);
+        window.report(quota(5, now + SECOND), None, None, (2, None), now);
+        window.report(quota(1, now + SECOND), None, None, (1, None), now);
         assert_eq!(window.quota(now), Some(quota(5, now + SECOND)));
-        window.report(quota(4, now + SECOND), None, None, 2, now);
+        window.report(quota(4, now + SECOND), None, None, (2, None), now);
         assert_eq!(window.quota(now), Some(quota(4, now + SECOND)));
+    }
+
+    #[test]
+    fn a_higher_figure_counted_after_the_lowest_replaces_it_with_its_reset() {
+        let now = Instant::now();
+        let mut window = ReportedWindow::default();
+        window.report(quota(30, now + SECOND), None, None, (0, Some(0)), now);
+        // Sent before the lowest figure's report was taken in: it may have been counted
+        // before it, so it is a straggler, and the lowest figure and earliest reset stand.
+        window.report(
+            quota(1, now + 1200 * MS),
+            None,
+            None,
+            (0, Some(0)),
+            now + 200 * MS,
+        );
+        window.report(
+            quota(5, now + 1300 * MS),
+            None,
+            None,
+            (0, Some(1)),
+            now + 300 * MS,
+        );
+        assert_eq!(window.quota(now), Some(quota(1, now + SECOND)));
+        // Sent after it (two reports taken in, the lowest the second): the server gave some
+        // back, and its reset moved with what was spent.
+        let given_back = quota(4, now + 1400 * MS);
+        window.report(given_back, None, None, (0, Some(2)), now + 400 * MS);
+        assert_eq!(window.quota(now), Some(given_back));
+        // A lower figure then is folded as before: the lowest, the earliest reset.
+        window.report(
+            quota(3, now + 1500 * MS),
+            None,
+            None,
+            (0, Some(2)),
+            now + 500 * MS,
+        );
+        assert_eq!(window.quota(now), Some(quota(3, now + 1400 * MS)));
+        // A report that does not say when its request went (one without a reservation).
+        window.report(
+            quota(9, now + 1600 * MS),
+            None,
+            None,
+            (0, None),
+            now + 600 * MS,
+        );
+        assert_eq!(window.quota(now), Some(quota(3, now + 1400 * MS)));
     }
 
     const MS: Duration = Duration::from_millis(1);
@@ -460,7 +550,7 @@ mod tests {
     /// A window of 20 a second whose reset was read as `reset_at`, first sent at `opened`.
     fn window_of_twenty(reset_at: Instant, opened: Instant) -> ReportedWindow {
         let mut window = ReportedWindow::default();
-        window.report(quota(19, reset_at), Some(20), None, 0, opened);
+        window.report(quota(19, reset_at), Some(20), None, (0, None), opened);
         window.read_to_the_second(true);
         window.sending(None, 0, opened);
         window

@@ -53,6 +53,9 @@ pub(crate) struct Reserved {
     pub(super) until: SystemTime,
     /// What let it go, for the law to judge its answer by.
     pub(super) tag: Option<Tag<SystemTime>>,
+    /// How many reports of the window the ledger had taken in when it went.
+    #[cfg_attr(feature = "redis", serde(default))]
+    pub(super) seen: u64,
 }
 
 impl Ledger {
@@ -158,6 +161,7 @@ impl Ledger {
         let reserved = Reserved {
             until: now.later(OUT_AT_MOST),
             tag: Some(tag),
+            seen: self.reported.taken(),
         };
         self.out.insert(self.issued, reserved);
         Reservation::Granted(Ticket::new(self.issued))
@@ -176,9 +180,8 @@ impl Ledger {
     /// from it: a closure the answer set is a refusal, and the instruction it named; any other
     /// answer, an acceptance.
     pub(crate) fn merge(&mut self, window: Window, ticket: Option<Ticket>, now: SystemTime) {
-        let tag = ticket
-            .and_then(|ticket| self.out.remove(&ticket.get()))
-            .and_then(|reserved| reserved.tag);
+        let reserved = ticket.and_then(|ticket| self.out.remove(&ticket.get()));
+        let tag = reserved.and_then(|reserved| reserved.tag);
         let closed = window.closed_until.filter(|until| *until > now);
         if let Some(until) = closed {
             self.closure.extend(until, HeldBy::Fleet);
@@ -192,7 +195,8 @@ impl Ledger {
                     remaining,
                     reset_at,
                 };
-                self.reported.report(quota, None, None, 0, now);
+                let went = (0, reserved.map(|reserved| reserved.seen));
+                self.reported.report(quota, None, None, went, now);
             }
             None if !self.reported.is_known() => match (tag, closed) {
                 (Some(tag), Some(until)) => self.learn.refused(tag, now, Some(until), Some(until)),
@@ -290,6 +294,19 @@ mod tests {
         ledger.merge(quota(2, now + SECOND, None), Some(second), now);
         ledger.merge(quota(3, now + SECOND, None), Some(first), now);
         assert_eq!(ledger.window(now).quota, Some((2, now + SECOND)));
+    }
+
+    #[test]
+    fn a_higher_count_reserved_after_the_lowest_came_back_replaces_it() {
+        let now = SystemTime::now();
+        let mut ledger = Ledger::default();
+        let first = granted(&mut ledger, now);
+        ledger.merge(quota(2, now + SECOND, None), Some(first), now);
+        // Reserved after that answer: the server counted it later, and gave some back.
+        let later = now + SECOND / 2;
+        let second = granted(&mut ledger, later);
+        ledger.merge(quota(6, later + SECOND, None), Some(second), later);
+        assert_eq!(ledger.window(later).quota, Some((6, later + SECOND)));
     }
 
     #[test]
