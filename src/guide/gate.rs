@@ -16,7 +16,9 @@
 //!   requests already in flight when the first 429 arrives were sent before anything was
 //!   known.
 //! - **Known quota is not overspent.** When 50 calls see `remaining: 3`, three go and the rest
-//!   wait for the reset (or for an answer that gives a unit back, whichever comes first). At
+//!   wait for the reset (or for an answer that gives a unit back, whichever comes first). An
+//!   answer to a request sent after the lowest figure came back speaks for a later count: a
+//!   higher figure in it (a bucket refilling) replaces what is known, its reset with it. At
 //!   the reset, the whole quota the server gave (its policy's `q`, `X-RateLimit-Limit`) goes at
 //!   once, no probe: a reset read never early has restored it. A reset that names a whole
 //!   second (an epoch `X-RateLimit-Reset`) may fall up to a second before it: where other
