@@ -878,6 +878,73 @@ mod tests {
         assert!(gate.come(clock).is_ok());
     }
 
+    /// A gate closed for a second by a 429 while `early` was out, its probe back healthy at
+    /// the returned instant, with nine calls of its backlog still to leave on the ramp.
+    fn releasing_with_one_out_from_before() -> (Gate, Waker, Admission, Vec<u64>, Instant) {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let early = gate.come(now).unwrap();
+        let refused = gate.come(now).unwrap();
+        gate.answered(refused, closed(now + SECOND), now);
+        let (_, waker) = waker();
+        let backlog: Vec<u64> = (0..10).map(|_| gate.come(now).unwrap_err()).collect();
+        let (probe, open) = gate.go(backlog[0], now + SECOND, &waker);
+        gate.answered(probe, HEALTHY, open);
+        (gate, waker, early, backlog[1..].to_vec(), open)
+    }
+
+    /// Lets out of `backlog` what the release allows from `clock` (each a spacing after the
+    /// last): the admissions.
+    fn round(
+        gate: &mut Gate,
+        backlog: &[u64],
+        mut clock: Instant,
+        waker: &Waker,
+    ) -> Vec<Admission> {
+        let mut out = Vec::new();
+        for id in backlog {
+            match gate.ask(*id, clock, waker, TERMS) {
+                Ok(admitted) => out.push(admitted),
+                Err(Some(at)) if at == clock + SPACING => {
+                    clock = at;
+                    match gate.ask(*id, clock, waker, TERMS) {
+                        Ok(admitted) => out.push(admitted),
+                        Err(_) => break,
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn only_answers_to_requests_sent_since_the_closure_move_the_ramp() {
+        let (mut gate, waker, early, backlog, open) = releasing_with_one_out_from_before();
+        // Sent before the closure, its healthy answer says nothing of the reopened server.
+        gate.answered(early, HEALTHY, open);
+        assert_eq!(round(&mut gate, &backlog, open, &waker).len(), 2);
+    }
+
+    #[test]
+    fn a_refusal_without_a_wait_owes_a_probe_only_if_sent_since_the_closure() {
+        let refused = Report {
+            refused: true,
+            ..HEALTHY
+        };
+        let (mut gate, waker, early, backlog, open) = releasing_with_one_out_from_before();
+        gate.answered(early, refused, open);
+        let out = round(&mut gate, &backlog, open, &waker);
+        assert!(
+            out.iter().all(|admitted| admitted.probe.is_none()),
+            "no probe owed"
+        );
+        // One of the release refused, with no wait to keep: the next request probes.
+        gate.answered(out[0], refused, open + 10 * MS);
+        let next = gate.ask(backlog[out.len()], open + 10 * MS, &waker, TERMS);
+        assert!(next.unwrap().probe.is_some());
+    }
+
     /// A gate whose calls have `terms`: three requests accepted one after the other from
     /// `now`, then a fourth refused, its instruction a second, the closure a spread longer.
     /// When the refusal was heard.
