@@ -4,7 +4,8 @@
 #   scripts/mutants.sh [OUT]          # OUT defaults to target/mutants (gitignored)
 #   MUTANTS_JOBS=2 scripts/mutants.sh # more parallel jobs on a bigger machine (default 1)
 #
-# Three passes, so the whole campaign fits in about two hours on 2 cores:
+# Three passes (2,463 mutants on 2026-12-05: about 17 hours at one job on 2 cores; a file group
+# or a `-f` run of what changed is the everyday use):
 #
 #  1. Every mutant, file group by file group (most valuable first), against a FAST suite: the
 #     full `cargo test` (unit, integration, doc tests) minus its slowest unit tests,
@@ -39,22 +40,24 @@ export LC_ALL=C # sort and comm agree on the order
 expected() { [[ $1 == 2 || $1 == 3 ]] || exit "$1"; }
 
 SLOW_TESTS=(--skip against_sfv)
+# src/redis/ and src/reqwest/ are compiled only with their features: a mutant there builds and
+# passes without them, and would be reported missed. Every pass leaves them out; run them apart:
+#   REDIS_URL=redis://127.0.0.1:6379/ cargo mutants --features redis -f 'src/redis/*.rs'
+#   cargo mutants --features reqwest -f 'src/reqwest/*.rs'
+FEATURED=(-e 'src/redis/*.rs' -e 'src/reqwest/*.rs')
 
 if [[ -z "${MUTANTS_FINAL_ONLY:-}" ]]; then
 # Pass 1: file groups in order of value; the fast suite takes ~3 s, so 30 s is a hang.
 FILE_GROUPS=(
     "gate-key:src/gate/key/*.rs"
-    "gate-rules:src/gate/rules/*.rs"
+    "gate-rules:src/gate/rules/*.rs src/gate/rules/learn/*.rs"
     "gate-call:src/gate/call/*.rs"
-    "budget:src/budget.rs"
-    "backoff:src/backoff.rs src/jitter.rs"
-    "headers:src/headers/clock.rs src/headers/field.rs src/headers/info.rs src/headers/meter.rs src/headers/mod.rs src/headers/number.rs src/headers/retry_after.rs src/headers/structured/*.rs src/headers/x_ratelimit.rs"
-    "ietf:src/headers/ietf.rs"
+    "gate-store:src/gate/store/*.rs"
+    "gate:src/gate/*.rs"
+    "top:src/*.rs"
+    "headers:src/headers/*.rs src/headers/structured/*.rs"
     "policy:src/policy/*.rs"
     "future:src/future/*.rs"
-    "gate:src/gate/*.rs src/gate/store/*.rs"
-    "key:src/key.rs"
-    "rest:src/layer.rs src/service.rs src/throttled.rs src/lib.rs"
 )
 for group in "${FILE_GROUPS[@]}"; do
     name=${group%%:*}
@@ -90,8 +93,8 @@ seed() {
 
 # Pass 2: what pass 1 missed, against the full suite (~20 s; 120 s is a hang).
 seed "$OUT/2-full" "$OUT"/1-*
-echo "pass 2: $(cargo mutants --list --iterate -o "$OUT/2-full" | wc -l) missed by pass 1"
-cargo mutants --jobs "$JOBS" --timeout 120 --iterate -o "$OUT/2-full" || expected $?
+echo "pass 2: $(cargo mutants --list --iterate "${FEATURED[@]}" -o "$OUT/2-full" | wc -l) missed by pass 1"
+cargo mutants --jobs "$JOBS" --timeout 120 --iterate "${FEATURED[@]}" -o "$OUT/2-full" || expected $?
 
 # Pass 3: the no-hyper-util variant of is_hyper_util_connect_error (see the header).
 seed "$OUT/3-no-default" "$OUT"/1-* "$OUT/2-full"
@@ -110,7 +113,7 @@ fi
 final="$OUT/final"
 rm -rf "$final"
 mkdir -p "$final"
-cargo mutants --list | sort -u >"$final/all.txt"
+cargo mutants --list "${FEATURED[@]}" | sort -u >"$final/all.txt"
 current() { sort -u | comm -12 - "$final/all.txt"; }
 verdicts() { cat "$OUT"/[1-9]-*/mutants.out/"$1".txt 2>/dev/null || true; }
 verdicts caught | current >"$final/caught.txt"
