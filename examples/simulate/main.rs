@@ -15,7 +15,8 @@
 //! one call each, all at once (workers = requests = callers). `--seeds 1..=10` sweeps every
 //! limiter shape, told with `Retry-After` only and with nothing, over those seeds, and prints
 //! one table of the plain client, the defaults and the defaults without learning (see
-//! `sweep.rs`), instead of the picture.
+//! `sweep.rs`), instead of the picture; with `--meters`, told with draft 08 meters and with
+//! `X-RateLimit-*` epoch resets instead.
 
 mod limiter;
 mod sim;
@@ -31,6 +32,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut svg_path = "docs/simulate.svg".to_owned();
     let mut callers = Vec::new();
     let mut seeds = None;
+    let mut styles = sweep::UNMETERED;
     let mut given = std::env::args().skip(1);
     while let Some(flag) = given.next() {
         let mut value = || given.next().ok_or(format!("{flag} needs a value"));
@@ -44,6 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .ok_or(format!("--seeds {text}: not FIRST..=LAST"))?;
                 seeds = Some(first.parse()?..=last.parse()?);
             }
+            "--meters" => styles = sweep::METERED,
             "--callers" => {
                 callers = value()?
                     .split(',')
@@ -54,7 +57,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 if !args.read(other, value)? {
                     return Err(format!(
                         "unknown flag {other}\n\nflags: {} --seed N --svg PATH --callers N,N \
-                         --seeds FIRST..=LAST",
+                         --seeds FIRST..=LAST --meters",
                         workload::FLAGS
                     )
                     .into());
@@ -64,7 +67,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if let Some(seeds) = seeds {
         println!("{}\n", args.describe());
-        println!("{}", sweep::sweep(&args, seeds));
+        println!("{}", sweep::sweep(&args, seeds, styles));
         return Ok(());
     }
     let workloads: Vec<Args> = if callers.is_empty() {

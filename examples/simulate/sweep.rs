@@ -1,5 +1,6 @@
-//! The sweep: every limiter shape, told with `Retry-After` only and with nothing, over a range
-//! of seeds, for the plain client, the layer's defaults and the defaults without learning. One
+//! The sweep: every limiter shape, told with `Retry-After` only and with nothing (or, with
+//! `--meters`, with draft 08 meters and with `X-RateLimit-*` epoch resets), over a range of
+//! seeds, for the plain client, the layer's defaults and the defaults without learning. One
 //! row per shape and header style, each figure the worst and best over the seeds, and whether
 //! the defaults meet the bar DESIGN sets ("never worse than doing nothing") on every seed:
 //! completion within [`SLOWER`] of the plain client's and refused no more often than it (a
@@ -20,8 +21,10 @@ const MANY: usize = 100;
 /// … the defaults are refused at most this many times less often.
 const FEWER: usize = 10;
 
-/// The header styles swept: the two that publish no quota.
-const STYLES: [Headers; 2] = [Headers::RetryAfter, Headers::None];
+/// The header styles swept by default: the two that publish no quota.
+pub const UNMETERED: [Headers; 2] = [Headers::RetryAfter, Headers::None];
+/// The header styles swept with `--meters`: a countdown, and a reset that names a second.
+pub const METERED: [Headers; 2] = [Headers::Draft8, Headers::XRateLimitEpoch];
 
 /// The clients swept, as indices into `CLIENTS`, in the order a row holds their outcomes:
 /// the plain client, the defaults without learning, the defaults.
@@ -75,11 +78,11 @@ impl Row {
     }
 }
 
-/// Runs the sweep over `seeds` for `args`' limit and workload.
-pub fn sweep(args: &Args, seeds: RangeInclusive<u64>) -> String {
+/// Runs the sweep over `seeds` for `args`' limit and workload, each shape told with `styles`.
+pub fn sweep(args: &Args, seeds: RangeInclusive<u64>, styles: [Headers; 2]) -> String {
     let rows: Vec<Row> = Algorithm::ALL
         .iter()
-        .flat_map(|&algorithm| STYLES.map(|headers| (algorithm, headers)))
+        .flat_map(|&algorithm| styles.map(|headers| (algorithm, headers)))
         .map(|(algorithm, headers)| {
             let args = Args {
                 algorithm,
