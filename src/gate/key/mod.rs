@@ -444,17 +444,14 @@ impl Gate {
         if let Some(until) = self.closure.in_force(now) {
             return Release::At(until);
         }
-        // A window is spent at its reset if what was left of it is all out.
-        let spent_over = self
-            .window
-            .take_over(now)
-            .filter(|over| over.all_out_until(self.in_flight).is_some());
-        if let Some(over) = spent_over {
+        // A window is spent at its reset if what was left of it is all out; spent or not, its
+        // reset restores the whole quota where the server gave it.
+        let over = self.window.take_over(now).is_some_and(|over| {
+            over.all_out_until(self.in_flight).is_some() || self.window.limit().is_some()
+        });
+        if over {
             self.begin_epoch();
-            if !self
-                .window
-                .restore(over, u64::from(self.in_flight), self.epoch, now)
-            {
+            if !self.window.restore(self.epoch, now) {
                 self.reopening.window_reset();
             }
         }
@@ -916,6 +913,22 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn a_reset_lets_go_no_more_than_the_whole_quota_spent_or_not() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let first = gate.come(now).unwrap();
+        let reset = now + SECOND;
+        let room_left = Report {
+            limit: Some(20),
+            ..quota(5, reset)
+        };
+        gate.answered(first, room_left, now);
+        // The window had room; its reset gives the whole quota, and no more goes at it.
+        let went = (0..30).filter(|_| gate.come(reset).is_ok()).count();
+        assert_eq!(went, 20);
     }
 
     #[test]

@@ -11,9 +11,10 @@
 //!   replaces what is known, reset and all, since such a limiter's reset moves as it is spent
 //!   (a reset read before the last spending would bring a burst on early).
 //! - A window is spent at its reset when nothing was left of it but what requests still out
-//!   took (`remaining <= out`). Where the server gave its whole quota, that reset restores it:
-//!   it goes at once, no more, until the first answer says what is left (a reset is never
-//!   early, so the new window has it all). The restored window is taken to last as long as the
+//!   took (`remaining <= out`). Where the server gave its whole quota, the reset restores it,
+//!   spent or not: it goes at once, no more, until the first answer says what is left (a
+//!   reset is never early, so the new window has it all; and a window forgotten at its reset
+//!   would let every call waiting go at once, beyond it). The restored window is taken to last as long as the
 //!   one before did from its first report; answers replace it long before.
 //! - A reset written as a whole second on the server's clock (an epoch second, a date) may
 //!   fall up to a second before the one read, and every reading of one window names the same
@@ -168,14 +169,11 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
         Some(over)
     }
 
-    /// The window `over` has reset at `now`, beginning `epoch`, with `out` requests still out.
-    /// Where it was spent and the server gave its whole quota, the reset restores it, and this
-    /// says so; otherwise the new window's first request probes.
-    pub(crate) fn restore(&mut self, over: Quota<T>, out: u64, epoch: u64, now: T) -> bool {
-        let Some(limit) = self
-            .limit
-            .filter(|limit| *limit > 0 && over.left_beside(out) == 0)
-        else {
+    /// The window has reset at `now` (see [`take_over`](Self::take_over)), beginning `epoch`:
+    /// where the server gave its whole quota, the reset restores it, and this says so;
+    /// otherwise the new window's first request probes.
+    pub(crate) fn restore(&mut self, epoch: u64, now: T) -> bool {
+        let Some(limit) = self.limit.filter(|limit| *limit > 0) else {
             return false;
         };
         self.quota = Some(Quota {
@@ -403,7 +401,7 @@ mod tests {
         let over = window.take_over(reset).expect("over at its reset");
         assert!(over.is_spent());
         assert_eq!(window.quota(reset), None, "forgotten once over");
-        assert!(window.restore(over, 0, 1, reset));
+        assert!(window.restore(1, reset));
         assert_eq!(window.quota(reset), Some(quota(20, reset + 10 * SECOND)));
         // The next report replaces what the reset restored, where a fold would keep the
         // earlier reset of one window.
@@ -417,23 +415,23 @@ mod tests {
         for limit in [None, Some(0)] {
             let mut window = ReportedWindow::default();
             window.report(quota(0, now + SECOND), limit, None, (0, None), now);
-            let over = window.take_over(now + SECOND).unwrap();
-            assert!(!window.restore(over, 0, 1, now + SECOND), "{limit:?}");
+            assert!(window.take_over(now + SECOND).is_some());
+            assert!(!window.restore(1, now + SECOND), "{limit:?}");
             assert_eq!(window.quota(now + SECOND), None);
         }
     }
 
     #[test]
-    fn a_window_whose_rest_is_all_out_at_its_reset_is_spent_and_restores_only_then() {
+    fn a_window_restores_its_whole_quota_at_its_reset_spent_or_not() {
         let now = Instant::now();
         let reset = now + 10 * SECOND;
-        for (out, restores) in [(2, false), (3, true), (4, true)] {
+        for remaining in [0, 3, 19] {
             let mut window = ReportedWindow::default();
-            window.report(quota(3, reset), Some(20), None, (0, None), now);
-            let over = window.take_over(reset).unwrap();
-            assert_eq!(window.restore(over, out, 1, reset), restores, "{out} out");
-            let restored = restores.then_some(quota(20, reset + 10 * SECOND));
-            assert_eq!(window.quota(reset), restored, "{out} out");
+            window.report(quota(remaining, reset), Some(20), None, (0, None), now);
+            assert!(window.take_over(reset).is_some());
+            assert!(window.restore(1, reset), "{remaining} left");
+            let restored = Some(quota(20, reset + 10 * SECOND));
+            assert_eq!(window.quota(reset), restored, "{remaining} left");
         }
     }
 
@@ -443,8 +441,8 @@ mod tests {
         let mut window = ReportedWindow::default();
         window.report(quota(0, now + 4 * SECOND), Some(20), None, (0, None), now);
         let reset = now + 4 * SECOND;
-        let over = window.take_over(reset).unwrap();
-        assert!(window.restore(over, 0, 1, reset));
+        assert!(window.take_over(reset).is_some());
+        assert!(window.restore(1, reset));
         // The first answer after the reset, a round trip later, says 2 s are left: the next
         // restored window lasts 2 s, where measured from the reset it would last 2.1 s.
         let answered = reset + SECOND / 10;
@@ -456,8 +454,8 @@ mod tests {
             answered,
         );
         let next = answered + 2 * SECOND;
-        let over = window.take_over(next).unwrap();
-        assert!(window.restore(over, 0, 2, next));
+        assert!(window.take_over(next).is_some());
+        assert!(window.restore(2, next));
         assert_eq!(window.quota(next), Some(quota(20, next + 2 * SECOND)));
     }
 
@@ -475,8 +473,8 @@ mod tests {
             (0, None),
             now,
         );
-        let over = window.take_over(now + SECOND).unwrap();
-        assert!(window.restore(over, 0, 0, now + SECOND));
+        assert!(window.take_over(now + SECOND).is_some());
+        assert!(window.restore(0, now + SECOND));
         assert!(window.is_restored());
         assert_eq!(
             window.quota(now + SECOND),
@@ -496,6 +494,10 @@ mod tests {
         assert_eq!(window.quota(now), Some(quota(5, now + SECOND)));
         window.report(quota(4, now + SECOND), None, None, (2, None), now);
         assert_eq!(window.quota(now), Some(quota(4, now + SECOND)));
+        // Let through in a later epoch (after a closure): it replaces what is known.
+        let later = quota(10, now + 1500 * MS);
+        window.report(later, None, None, (3, None), now);
+        assert_eq!(window.quota(now), Some(later));
     }
 
     #[test]
@@ -532,6 +534,16 @@ mod tests {
             None,
             (0, Some(2)),
             now + 500 * MS,
+        );
+        assert_eq!(window.quota(now), Some(quota(3, now + 1400 * MS)));
+        // Counted after it with the same figure: nothing was given back, and the earliest
+        // reset stands.
+        window.report(
+            quota(3, now + 1700 * MS),
+            None,
+            None,
+            (0, Some(5)),
+            now + 700 * MS,
         );
         assert_eq!(window.quota(now), Some(quota(3, now + 1400 * MS)));
         // A report that does not say when its request went (one without a reservation).

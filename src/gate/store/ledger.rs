@@ -169,8 +169,8 @@ impl Ledger {
 
     /// A spent window that has reset by `now` gives the next the whole quota.
     fn restore(&mut self, now: SystemTime) {
-        if let Some(over) = self.reported.take_over(now) {
-            self.reported.restore(over, self.out(), 0, now);
+        if self.reported.take_over(now).is_some() {
+            self.reported.restore(0, now);
         }
     }
 
@@ -294,6 +294,19 @@ mod tests {
         ledger.merge(quota(2, now + SECOND, None), Some(second), now);
         ledger.merge(quota(3, now + SECOND, None), Some(first), now);
         assert_eq!(ledger.window(now).quota, Some((2, now + SECOND)));
+    }
+
+    #[test]
+    fn a_reset_reserves_no_more_than_the_whole_quota_spent_or_not() {
+        let now = SystemTime::now();
+        let mut ledger = Ledger::default();
+        let first = granted(&mut ledger, now);
+        ledger.merge(quota(5, now + SECOND, Some(20)), Some(first), now);
+        let reset = now + SECOND;
+        for _ in 0..20 {
+            granted(&mut ledger, reset);
+        }
+        assert!(held_until(&mut ledger, reset, true).is_some());
     }
 
     #[test]
