@@ -34,7 +34,7 @@
 //! | readings of one meter fold to the most restrictive figure | `rules/quota.rs` |
 //! | a higher figure counted after the lowest replaces it, reset and all | `rules/window.rs` |
 //! | no more out than the quota says remain | `rules/quota.rs` |
-//! | a spent window restores its whole quota at its reset | `rules/window.rs` |
+//! | a window's reset restores its whole quota, spent or not | `rules/window.rs` |
 //! | a reset named to the second: the window's last request goes early, alone | `rules/window.rs` |
 //! | the pace of a server that publishes no quota is learned by one law | `rules/learn/mod.rs` |
 //! | after a closure a probe goes first, alone; the backlog leaves paced | `key/reopening.rs` |

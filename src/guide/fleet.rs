@@ -21,7 +21,7 @@
 //!   store holds it if another process met a closure, or if what the server last reported is
 //!   taken by requests already out across the fleet. Answers are merged back: the later closure
 //!   stands, never brought forward; within a window the lowest count, unless a request
-//!   reserved after it came back says more (the server gave some back). A spent window's reset
+//!   reserved after it came back says more (the server gave some back). A window's reset
 //!   restores the quota the server gave once for the whole fleet, not once per process.
 //! - **One set of rules, on one clock.** On Redis each key is one hash
 //!   (`tower-retry-after:{https://api.test}`: the prefix, then the key as a hash tag) holding
