@@ -916,6 +916,22 @@ mod tests {
     }
 
     #[test]
+    fn an_episode_turns_once_when_the_key_closes_and_once_when_its_probe_reopens_it() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let (first, second) = (gate.come(now).unwrap(), gate.come(now).unwrap());
+        let closing = gate.answered(first, closed(now + SECOND), now);
+        assert!(matches!(closing, Some(Episode::Closed(_))), "{closing:?}");
+        assert_eq!(gate.answered(second, closed(now + SECOND), now), None);
+        let (_, waker) = waker();
+        let ids: Vec<u64> = (0..3).map(|_| gate.come(now).unwrap_err()).collect();
+        let (probe, open) = gate.go(ids[0], now, &waker);
+        assert_eq!(gate.answered(probe, HEALTHY, open), Some(Episode::Reopened));
+        let (next, at) = gate.go(ids[1], open, &waker);
+        assert_eq!(gate.answered(next, HEALTHY, at), None, "reopened once");
+    }
+
+    #[test]
     fn a_reset_lets_go_no_more_than_the_whole_quota_spent_or_not() {
         let now = Instant::now();
         let mut gate = Gate::new();

@@ -425,6 +425,36 @@ mod tests {
     }
 
     #[test]
+    fn with_nothing_out_a_process_held_by_the_law_looks_again_when_it_says() {
+        let now = SystemTime::now();
+        let mut ledger = Ledger::default();
+        learned_five(&mut ledger, now);
+        let open = now + SECOND;
+        let tickets: Vec<Ticket> = (0..5).map(|_| granted(&mut ledger, open)).collect();
+        let heard = open + 20 * MS;
+        for ticket in tickets {
+            ledger.merge(Window::default(), Some(ticket), heard);
+        }
+        // No answer is awaited that could free it sooner.
+        let until = held_until(&mut ledger, heard, true).expect("held by the law");
+        assert!(
+            until > heard + LOOK_AGAIN,
+            "{:?}",
+            until.duration_since(heard)
+        );
+    }
+
+    #[test]
+    fn answers_without_a_meter_teach_nothing_while_a_meter_is_known() {
+        let now = SystemTime::now();
+        let mut ledger = Ledger::default();
+        let first = granted(&mut ledger, now);
+        ledger.merge(quota(50, now + 10 * SECOND, None), Some(first), now);
+        learned_five(&mut ledger, now);
+        assert!(!ledger.learn.is_known());
+    }
+
+    #[test]
     fn a_meter_makes_what_the_fleet_learned_moot() {
         let now = SystemTime::now();
         let mut ledger = Ledger::default();
