@@ -49,7 +49,7 @@ pub(crate) struct Admission {
     /// It was the last request its window had, sent alone: the quota it went on.
     pub(crate) last: Option<Quota>,
     /// How many of the window's reports its gate had taken in when it went.
-    pub(crate) seen: u64,
+    pub(crate) seen: u32,
 }
 
 impl Admission {
@@ -57,7 +57,7 @@ impl Admission {
     /// reports (as `probe`, if one), counted out by its gate, which knew the server's clock as
     /// `server_clock`; `learns`: the cap of a call held by quotas the gate learned.
     pub(crate) fn counted(
-        (epoch, seen): (u64, u64),
+        (epoch, seen): (u64, u32),
         probe: Option<u64>,
         now: Instant,
         server_clock: Option<ServerClock>,
@@ -77,7 +77,7 @@ impl Admission {
     }
 
     /// The epoch it went in, and how many of the window's reports its gate had taken in.
-    pub(crate) fn went(self) -> (u64, Option<u64>) {
+    pub(crate) fn went(self) -> (u64, Option<u32>) {
         (self.epoch, Some(self.seen))
     }
 

@@ -62,12 +62,13 @@ pub(crate) struct ReportedWindow<T = Instant> {
     /// What sends the window's last request early (a shared store keeps none of it).
     #[cfg_attr(feature = "redis", serde(skip))]
     early: LastEarly,
-    /// Reports taken in so far: a request that went when this many were is newer than each.
+    /// Reports taken in so far, modulo 2³² (see [`went_after`]): a request that went when
+    /// this many were is newer than each.
     #[cfg_attr(feature = "redis", serde(default))]
-    taken: u64,
-    /// Which report (counted from 0) set the lowest figure known, where one did.
+    taken: u32,
+    /// Which report (counted from 0, modulo 2³²) set the lowest figure known, where one did.
     #[cfg_attr(feature = "redis", serde(default))]
-    lowest_by: Option<u64>,
+    lowest_by: Option<u32>,
 }
 
 /// What a gate keeps to send a window's last request early, where resets are read to the
@@ -136,8 +137,8 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
         self.limit = limit.or(self.limit);
     }
 
-    /// How many reports were taken in: what a request going now has seen.
-    pub(crate) fn taken(&self) -> u64 {
+    /// How many reports were taken in (modulo 2³²): what a request going now has seen.
+    pub(crate) fn taken(&self) -> u32 {
         self.taken
     }
 
@@ -149,12 +150,12 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
         quota: Quota<T>,
         limit: Option<u64>,
         by: Option<HeldBy>,
-        (epoch, seen): (u64, Option<u64>),
+        (epoch, seen): (u64, Option<u32>),
         now: T,
     ) {
         self.report_limit(limit);
         self.fold_in(quota, epoch, seen, now);
-        self.taken += 1;
+        self.taken = self.taken.wrapping_add(1);
         if quota.is_spent() && self.quota.is_some_and(|known| known.is_spent()) {
             self.by = by;
         }
@@ -189,12 +190,12 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
     /// went after the report of the lowest figure was taken in was counted after it: a higher
     /// figure then says the server gave some back within the window (a bucket, a sliding log),
     /// so it replaces what is known, its reset with it (a bucket's reset moves as it is spent).
-    fn fold_in(&mut self, quota: Quota<T>, epoch: u64, seen: Option<u64>, now: T) {
+    fn fold_in(&mut self, quota: Quota<T>, epoch: u64, seen: Option<u32>, now: T) {
         match self.quota(now) {
             Some(_) if epoch < self.epoch => {}
             Some(known) if !self.restored => {
                 let after_lowest =
-                    seen.is_some_and(|seen| self.lowest_by.is_none_or(|by| seen > by));
+                    seen.is_some_and(|seen| self.lowest_by.is_none_or(|by| went_after(seen, by)));
                 let given_back = after_lowest && quota.remaining > known.remaining;
                 if let Some(folded) = fold(known, quota, epoch > self.epoch || given_back) {
                     if folded.remaining != known.remaining {
@@ -215,6 +216,14 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
             }
         }
     }
+}
+
+/// Whether a request that went when `seen` reports were taken in went after report `report`
+/// was: counts run modulo 2³², so "after" is the half of the circle ahead of it (a request is
+/// answered long before 2³¹ more reports come; a count of 32 bits keeps an admission, which
+/// every waiting call's future holds, as small as it was).
+fn went_after(seen: u32, report: u32) -> bool {
+    seen.wrapping_sub(report).wrapping_sub(1) < 1 << 31
 }
 
 impl ReportedWindow<Instant> {
@@ -555,6 +564,22 @@ mod tests {
             now + 600 * MS,
         );
         assert_eq!(window.quota(now), Some(quota(3, now + 1400 * MS)));
+    }
+
+    #[test]
+    fn reports_are_counted_round_the_clock() {
+        assert!(went_after(6, 5) && went_after(0, u32::MAX) && went_after(1 << 30, 0));
+        assert!(!went_after(5, 5) && !went_after(u32::MAX, 0) && !went_after(4, 5));
+        let now = Instant::now();
+        let mut window = ReportedWindow {
+            taken: u32::MAX,
+            ..ReportedWindow::default()
+        };
+        window.report(quota(1, now + SECOND), None, None, (0, Some(0)), now);
+        // Sent once that report was taken in, the count having wrapped to 0 since.
+        let given_back = quota(4, now + 1400 * MS);
+        window.report(given_back, None, None, (0, Some(0)), now + 400 * MS);
+        assert_eq!(window.quota(now), Some(given_back));
     }
 
     const MS: Duration = Duration::from_millis(1);

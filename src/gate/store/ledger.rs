@@ -55,7 +55,7 @@ pub(crate) struct Reserved {
     pub(super) tag: Option<Tag<SystemTime>>,
     /// How many reports of the window the ledger had taken in when it went.
     #[cfg_attr(feature = "redis", serde(default))]
-    pub(super) seen: u64,
+    pub(super) seen: u32,
 }
 
 impl Ledger {
