@@ -2164,6 +2164,26 @@ mod tests {
         assert!(gate.come(now + 550 * MS).is_err());
     }
 
+    /// The same window, its last request alone once the request out came back: nothing to go
+    /// apart from, so it goes at once.
+    #[test]
+    fn a_windows_last_request_goes_at_once_when_it_is_the_keys_only_call() {
+        let now = Instant::now();
+        let (_, waker) = waker();
+        let read = |remaining, reset_at| Report {
+            limit: Some(3),
+            reset_on_the_second: true,
+            ..quota(remaining, reset_at)
+        };
+        let mut gate = Gate::new();
+        let first = gate.come(now).unwrap();
+        gate.answered(first, read(2, now + 1500 * MS), now + 20 * MS);
+        let second = gate.come(now + 20 * MS).unwrap();
+        let last = gate.come(now + 20 * MS).unwrap_err();
+        gate.answered(second, read(1, now + 1500 * MS), now + 40 * MS);
+        assert!(gate.ask(last, now + 40 * MS, &waker, TERMS).is_ok());
+    }
+
     /// The same window read as a countdown: its last request goes at once, in the window, as
     /// every request did (a countdown read as the window opens is tight already).
     #[test]
