@@ -570,6 +570,8 @@ mod tests {
     fn reports_are_counted_round_the_clock() {
         assert!(went_after(6, 5) && went_after(0, u32::MAX) && went_after(1 << 30, 0));
         assert!(!went_after(5, 5) && !went_after(u32::MAX, 0) && !went_after(4, 5));
+        // "After" is the half of the circle ahead: 2³¹ reports on, and no further.
+        assert!(went_after(1 << 31, 0) && !went_after((1 << 31) + 1, 0));
         let now = Instant::now();
         let mut window = ReportedWindow {
             taken: u32::MAX,
