@@ -146,11 +146,13 @@ async fn a_fleet_sharing_a_store_learns_the_limit_a_server_does_not_publish() {
 }
 
 /// The fleet learns by the gate's law on other shapes of limiter than windows from the first
-/// request (the test above) as well, refused less often than the processes each learning
-/// alone, against the physical limit (19 s for 400 calls at 20 a second, either shape full at
-/// the start): within a fifth of it on a token bucket; on aligned windows 1.18 times it in
+/// request (the test above) as well, against the physical limit (19 s for 400 calls at 20 a
+/// second, either shape full at the start): within a fifth of it on a token bucket, refused
+/// less often than the processes each learning alone; on aligned windows 1.18 times it in
 /// most runs, and up to 1.47 where the wake-up order (which varies run to run) lets a rate
-/// tried from zero go on between refusals (BENCHMARKS.md).
+/// tried from zero go on between refusals (BENCHMARKS.md). There the fleet is refused 22 to
+/// 42 times over runs, against 40 for the processes alone: fewer in most runs, not in every
+/// one, so only the token bucket's refusals are compared.
 #[tokio::test(start_paused = true)]
 async fn without_meters_a_fleet_learns_aligned_windows_and_token_buckets_once_for_all() {
     for (algorithm, bound) in [(Algorithm::TokenBucket, 1.20), (Algorithm::Aligned, 1.50)] {
@@ -163,7 +165,9 @@ async fn without_meters_a_fleet_learns_aligned_windows_and_token_buckets_once_fo
             shared.refused, shared.took, alone.refused, alone.took
         );
         assert_eq!(shared.served, PROCESSES * WORKERS * CALLS_EACH, "{name}");
-        assert!(shared.refused < alone.refused, "{name}");
+        if algorithm == Algorithm::TokenBucket {
+            assert!(shared.refused < alone.refused, "{name}");
+        }
         let ratio = shared.took.as_secs_f64() / 19.0;
         assert!(
             ratio <= bound,
