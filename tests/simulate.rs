@@ -231,19 +231,25 @@ fn on_limiters_that_punish_bursts_the_layer_beats_doing_nothing() {
 #[test]
 fn a_reset_written_to_the_second_costs_close_to_its_window_not_a_second_more() {
     for (algorithm, bound) in [(Algorithm::FirstRequest, 1.30), (Algorithm::Aligned, 1.06)] {
-        for seed in 1..=10 {
-            let args = Args {
-                algorithm,
-                headers: Headers::XRateLimitEpoch,
-                ..fifty_workers_on_a_limit_of_twenty()
-            };
-            let (_, defaults) = workload::CLIENTS[3];
-            let layer = sim::run(&args, args.headers, defaults, seed);
-            let described = args.describe();
-            assert_eq!(layer.refused(), 0, "{described}, seed {seed}");
-            let ratio = layer.completion_ratio().expect("finished");
-            assert!(ratio <= bound, "{described}, seed {seed}: {ratio:.2}");
-        }
+        let args = Args {
+            algorithm,
+            headers: Headers::XRateLimitEpoch,
+            ..fifty_workers_on_a_limit_of_twenty()
+        };
+        never_refused_and_within(&args, bound);
+    }
+}
+
+/// The defaults on `args`, over seeds 1–10: never refused, and within `bound` × the physical
+/// limit on every seed.
+fn never_refused_and_within(args: &Args, bound: f64) {
+    let (_, defaults) = workload::CLIENTS[3];
+    for seed in 1..=10 {
+        let layer = sim::run(args, args.headers, defaults, seed);
+        let described = args.describe();
+        assert_eq!(layer.refused(), 0, "{described}, seed {seed}");
+        let ratio = layer.completion_ratio().expect("finished");
+        assert!(ratio <= bound, "{described}, seed {seed}: {ratio:.2}");
     }
 }
 
@@ -256,19 +262,12 @@ fn meters_that_give_back_within_a_window_are_followed_not_burst_into() {
         (Algorithm::TokenBucket, 50, 1.05),
         (Algorithm::InFlight, 20, 4.5),
     ] {
-        for seed in 1..=10 {
-            let args = Args {
-                algorithm,
-                limit,
-                headers: Headers::Draft8,
-                ..Args::default()
-            };
-            let (_, defaults) = workload::CLIENTS[3];
-            let layer = sim::run(&args, args.headers, defaults, seed);
-            let described = args.describe();
-            assert_eq!(layer.refused(), 0, "{described}, seed {seed}");
-            let ratio = layer.completion_ratio().expect("finished");
-            assert!(ratio <= bound, "{described}, seed {seed}: {ratio:.2}");
-        }
+        let args = Args {
+            algorithm,
+            limit,
+            headers: Headers::Draft8,
+            ..Args::default()
+        };
+        never_refused_and_within(&args, bound);
     }
 }

@@ -2133,6 +2133,15 @@ mod tests {
         assert_eq!(gate.waiters(), 0);
     }
 
+    /// A report of a window of three whose reset is read to the second (an epoch reset).
+    fn on_the_second(remaining: u64, reset_at: Instant) -> Report {
+        Report {
+            limit: Some(3),
+            reset_on_the_second: true,
+            ..quota(remaining, reset_at)
+        }
+    }
+
     /// A window whose reset is read to the second (an epoch reset), of three a window: its
     /// last request, with another out, waits for the earliest the window can have ended (a
     /// second before the reset read), goes alone, and where its answer finds a new window,
@@ -2141,25 +2150,20 @@ mod tests {
     fn a_windows_last_request_read_to_the_second_goes_early_and_opens_the_next_window() {
         let now = Instant::now();
         let (_, waker) = waker();
-        let read = |remaining, reset_at| Report {
-            limit: Some(3),
-            reset_on_the_second: true,
-            ..quota(remaining, reset_at)
-        };
         let mut gate = Gate::new();
         let first = gate.come(now).unwrap();
-        gate.answered(first, read(2, now + 1500 * MS), now + 20 * MS);
+        gate.answered(first, on_the_second(2, now + 1500 * MS), now + 20 * MS);
         let second = gate.come(now + 20 * MS).unwrap();
         // The last of the window, with the second out and a call behind it: held.
         let last = gate.come(now + 20 * MS).unwrap_err();
         let behind = gate.come(now + 20 * MS).unwrap_err();
-        gate.answered(second, read(1, now + 1500 * MS), now + 40 * MS);
+        gate.answered(second, on_the_second(1, now + 1500 * MS), now + 40 * MS);
         let (early, at) = gate.go(last, now + 40 * MS, &waker);
         assert_eq!(at, now + 500 * MS);
         assert!(early.last.is_some(), "it goes alone, as the window's last");
         // It opened a new window: the call behind goes now, a second before the reset read;
         // the next is that window's own last, held in turn.
-        gate.answered(early, read(2, now + 2500 * MS), now + 550 * MS);
+        gate.answered(early, on_the_second(2, now + 2500 * MS), now + 550 * MS);
         assert!(gate.ask(behind, now + 550 * MS, &waker, TERMS).is_ok());
         assert!(gate.come(now + 550 * MS).is_err());
     }
@@ -2170,17 +2174,12 @@ mod tests {
     fn a_windows_last_request_goes_at_once_when_it_is_the_keys_only_call() {
         let now = Instant::now();
         let (_, waker) = waker();
-        let read = |remaining, reset_at| Report {
-            limit: Some(3),
-            reset_on_the_second: true,
-            ..quota(remaining, reset_at)
-        };
         let mut gate = Gate::new();
         let first = gate.come(now).unwrap();
-        gate.answered(first, read(2, now + 1500 * MS), now + 20 * MS);
+        gate.answered(first, on_the_second(2, now + 1500 * MS), now + 20 * MS);
         let second = gate.come(now + 20 * MS).unwrap();
         let last = gate.come(now + 20 * MS).unwrap_err();
-        gate.answered(second, read(1, now + 1500 * MS), now + 40 * MS);
+        gate.answered(second, on_the_second(1, now + 1500 * MS), now + 40 * MS);
         assert!(gate.ask(last, now + 40 * MS, &waker, TERMS).is_ok());
     }
 
