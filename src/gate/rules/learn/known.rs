@@ -129,11 +129,11 @@ fn judge<T: Moment>(known: &mut Known<T>, round: &Round<T>, now: T) {
         }
     } else if held.out || held.reset {
         let from_zero = held.reset && rate.value <= 0.0 && rate.may_raise(now, period);
-        if burst.may_raise(now, period) && !(from_zero && burst.cost > rate.cost) {
-            burst.raise();
-        } else if from_zero {
+        if from_zero {
             let one_more = (burst.value.max(1.0).floor() + 1.0) / period.as_secs_f64();
             rate.raise_to(one_more);
+        } else if burst.may_raise(now, period) {
+            burst.raise();
         }
     }
 }

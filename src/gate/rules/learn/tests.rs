@@ -658,20 +658,29 @@ fn a_raise_of_the_rate_is_kept_where_it_paced_unrefused_and_dropped_where_it_nev
 }
 
 #[test]
-fn a_round_held_to_its_reset_raises_the_rate_from_zero_only_where_that_costs_less() {
-    let raised = |burst_cost: f64, rate_cost: f64| {
+fn a_round_held_to_its_reset_tries_a_rate_from_zero_before_a_larger_burst() {
+    let raised = |rate_lowered: Option<Duration>| {
         let mut known = Known::new(5);
         known.period = Some(SECOND);
-        (known.burst.cost, known.rate.cost) = (burst_cost, rate_cost);
+        let now = start() + 10 * SECOND;
+        if let Some(ago) = rate_lowered {
+            // A rate from zero refused that long ago, its raise undone.
+            (known.rate.max, known.rate.undone) = (Some(6.0), 1);
+            (known.rate.lowered, known.rate.cost) = (Some(now - ago), 1.0);
+        }
         let mut round = round_of(5);
         round.held.reset = true;
-        known.judge(&round, start() + 10 * SECOND);
+        known.judge(&round, now);
         (known.burst.trying, known.rate.trying)
     };
     let (burst, rate) = ((true, false), (false, true));
-    assert_eq!(raised(1.0, 0.5), rate, "the burst's refusals cost more");
-    assert_eq!(raised(0.5, 1.0), burst);
-    assert_eq!(raised(0.5, 0.5), burst, "as dear: the burst");
+    assert_eq!(raised(None), rate, "a burst's refusal would cost less");
+    assert_eq!(
+        raised(Some(SECOND)),
+        burst,
+        "the rate refused a second ago may not be raised yet"
+    );
+    assert_eq!(raised(Some(100 * SECOND)), rate, "repaid: the rate again");
 }
 
 #[test]
