@@ -280,6 +280,80 @@ impl Call {
 mod tests {
     use super::*;
 
+    use std::time::SystemTime;
+
+    /// What a GitHub answer naming the limit `resource`, dated, said, as the gate reads it.
+    fn answer_naming(resource: &'static str, now: Instant) -> Said {
+        let wall = SystemTime::now();
+        let reset = wall
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            + 60;
+        let mut response = http::Response::builder()
+            .header("date", httpdate::fmt_http_date(wall))
+            .header("x-ratelimit-limit", "5000")
+            .header("x-ratelimit-remaining", "4999")
+            .header("x-ratelimit-reset", reset.to_string())
+            .header("x-ratelimit-resource", resource)
+            .body(())
+            .unwrap();
+        let settings = Settings::default();
+        Said::read(&mut response, now, wall, None, &settings, &[])
+    }
+
+    /// A call on `route` of the key `api`, whose answers so far named the limit `core` only
+    /// (on another route): the call is gated by `core`, guessed.
+    fn call_guessed_core(route: &str) -> Call {
+        let gates = Gates::default();
+        let whole = Key::named("api");
+        gates.routes.learn(&whole, "/rate_limit", "core");
+        let mut call = Call::new(gates, whole, None, &Settings::default());
+        call.refine(route);
+        assert_eq!(call.key, Key::named("api").within("core"));
+        call
+    }
+
+    #[test]
+    fn an_answer_naming_the_limit_a_route_was_guessed_by_makes_the_route_known() {
+        let now = Instant::now();
+        let call = call_guessed_core("/repos/o/r");
+        let said = answer_naming("core", now);
+        let mut report = said.report(None);
+        let before = report;
+        call.learn_limit("/repos/o/r", &said, &mut report, now);
+        let whole = Key::named("api");
+        assert_eq!(
+            call.gates.routes.refine(&whole, "/repos/o/r"),
+            Some((whole.within("core"), Known::Route))
+        );
+        assert_eq!(report, before, "the call's own gate takes what it said");
+    }
+
+    #[test]
+    fn an_answer_naming_another_limit_speaks_for_it_and_keeps_the_servers_clock() {
+        let now = Instant::now();
+        let call = call_guessed_core("/search/code");
+        let said = answer_naming("search", now);
+        let mut report = said.report(None);
+        let clock = report.server_clock;
+        assert!(clock.is_some() && report.quota.is_some());
+        call.learn_limit("/search/code", &said, &mut report, now);
+        let whole = Key::named("api");
+        assert_eq!(
+            call.gates.routes.refine(&whole, "/search/code"),
+            Some((whole.within("search"), Known::Route))
+        );
+        assert_eq!(
+            report,
+            Report {
+                server_clock: clock,
+                ..Report::default()
+            },
+            "the call's own gate only counts it back, on the server's clock"
+        );
+    }
+
     #[test]
     fn a_call_waits_out_a_closure_as_long_as_its_budget_and_cap_allow_and_no_longer() {
         let call = Call::new(
