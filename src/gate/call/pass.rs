@@ -254,7 +254,11 @@ mod tests {
 
     use super::*;
     use crate::gate::call::Entered;
+    use crate::gate::rules::quota::Quota;
+    use crate::gate::store::{Reservation, StoreFuture, Ticket, Window, WindowStore};
     use crate::settings::Settings;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::SystemTime;
 
     const SECOND: Duration = Duration::from_secs(1);
 
@@ -308,6 +312,100 @@ mod tests {
             "still held until its window ends"
         );
         assert!(place.poll(now + 30 * SECOND, budget, &waker).is_ok());
+    }
+
+    /// A call of `key` entering at `now`, admitted or queued.
+    fn enter(gates: &Gates, key: &str, now: Instant) -> Entered {
+        let mut call = gates.call(Key::named(key), None, &Settings::default());
+        call.enter(now, 120 * SECOND, "/")
+    }
+
+    /// A call that gives up its place says what held it: the calls ahead while nothing is
+    /// known, the limit the gate learned once it paces by one.
+    #[tokio::test(start_paused = true)]
+    async fn a_call_that_gives_up_its_place_says_whether_the_queue_or_a_learned_limit_held_it() {
+        let gates = Gates::new();
+        let now = Instant::now();
+        let Entered::Admitted(first) = enter(&gates, "a", now) else {
+            panic!("the first call goes alone");
+        };
+        let Entered::Queued(behind_the_first) = enter(&gates, "a", now) else {
+            panic!("a call behind the first waits for its answer");
+        };
+        assert_eq!(behind_the_first.throttled(now).held_by(), HeldBy::Queue);
+        drop(behind_the_first);
+        first.answered(Report::default(), now, None);
+        // Accepted, then refused without an instruction: the law has learned a limit.
+        let Entered::Admitted(refused) = enter(&gates, "a", now) else {
+            panic!("the gate of a is not open");
+        };
+        let guess = Report {
+            refused: true,
+            closed_until: Some(now + SECOND),
+            ..Report::default()
+        };
+        refused.answered(guess, now, None);
+        let later = now + 2 * SECOND;
+        let Entered::Admitted(_out) = enter(&gates, "a", later) else {
+            panic!("the closure is over");
+        };
+        let Entered::Queued(paced) = enter(&gates, "a", later) else {
+            panic!("the learned limit lets one go at a time");
+        };
+        assert_eq!(paced.throttled(later).held_by(), HeldBy::LearnedLimit);
+    }
+
+    /// A store that never grants a reservation and counts the answers it is told, with and
+    /// without a ticket.
+    struct Told(Arc<[AtomicUsize; 2]>);
+
+    impl WindowStore for Told {
+        fn reserve(&self, _: &Key, _: bool, _: SystemTime) -> StoreFuture<Reservation> {
+            Box::pin(std::future::pending())
+        }
+
+        fn merge(
+            &self,
+            _: &Key,
+            _: Window,
+            ticket: Option<Ticket>,
+            _: SystemTime,
+        ) -> StoreFuture<()> {
+            self.0[usize::from(ticket.is_some())].fetch_add(1, Ordering::Relaxed);
+            Box::pin(std::future::ready(Ok(())))
+        }
+    }
+
+    /// An answer without a reservation (the store was slow) is shared where it closes the key
+    /// or reports a quota, and only then.
+    #[tokio::test(start_paused = true)]
+    async fn an_unreserved_answer_is_shared_where_it_closes_the_key_or_reports_a_quota() {
+        let told = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+        let gates = Gates::with_store(Told(told.clone()));
+        let now = Instant::now();
+        let answer = |report: Report| {
+            let Entered::Admitted(pass) = enter(&gates, "a", now) else {
+                panic!("the gate of a is not open");
+            };
+            pass.answered(report, now, None);
+            told[0].load(Ordering::Relaxed)
+        };
+        assert_eq!(answer(Report::default()), 0, "nothing worth sharing");
+        let quota = Report {
+            quota: Some(Quota {
+                remaining: 5,
+                reset_at: now + SECOND,
+            }),
+            ..Report::default()
+        };
+        assert_eq!(answer(quota), 1, "a quota alone");
+        let closure = Report {
+            refused: true,
+            closed_until: Some(now + SECOND),
+            ..Report::default()
+        };
+        assert_eq!(answer(closure), 2, "a closure alone");
+        assert_eq!(told[1].load(Ordering::Relaxed), 0);
     }
 
     #[tokio::test(start_paused = true)]
