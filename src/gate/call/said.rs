@@ -318,6 +318,29 @@ mod tests {
     const CAP: Duration = Duration::from_secs(60);
 
     #[test]
+    fn the_wait_named_is_the_longest_and_a_tie_is_the_retry_afters() {
+        let second = Duration::from_secs(1);
+        let named = |retry_after: &'static str, reset: &'static str| {
+            named_wait(
+                &info(&[
+                    ("retry-after", retry_after),
+                    ("ratelimit-limit", "10"),
+                    ("ratelimit-remaining", "0"),
+                    ("ratelimit-reset", reset),
+                ]),
+                Duration::MAX,
+            )
+        };
+        assert_eq!(named("30", "5"), Some((30 * second, Named::RetryAfter)));
+        assert_eq!(
+            named("5", "30").map(|(wait, _)| wait),
+            Some(30 * second),
+            "the spent meter's later reset"
+        );
+        assert_eq!(named("5", "5"), Some((5 * second, Named::RetryAfter)));
+    }
+
+    #[test]
     fn the_pace_is_the_shortest_windows_and_stands_for_that_window() {
         let now = Instant::now();
         let policies = info(&[(
