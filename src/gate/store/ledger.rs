@@ -86,7 +86,6 @@ impl Ledger {
 
     /// The latest time the ledger still names at `now`: what it has to say lasts till then;
     /// `None` if it has nothing left to say.
-    #[cfg(feature = "redis")]
     pub(crate) fn said_until(&self, now: SystemTime) -> Option<SystemTime> {
         [
             self.closure.in_force(now),
@@ -108,10 +107,7 @@ impl Ledger {
 
     /// Whether anything is left to say at `now`.
     pub(crate) fn is_current(&self, now: SystemTime) -> bool {
-        self.closure.in_force(now).is_some()
-            || self.reported.quota(now).is_some()
-            || self.out.values().any(|reserved| reserved.until > now)
-            || self.learn.is_current(now)
+        self.said_until(now).is_some()
     }
 
     /// Reserves one request for a call about to go at `now`. A closure holds every call; a
@@ -466,6 +462,31 @@ mod tests {
         for _ in 0..20 {
             granted(&mut ledger, open);
         }
+    }
+
+    #[test]
+    fn a_ledger_is_kept_until_the_latest_time_it_names() {
+        // A fleet's store keeps each ledger as long as it has something to say: forgetting it
+        // at an earlier time would lose a closure or a window still in force.
+        let now = SystemTime::now();
+        let mut ledger = Ledger::default();
+        granted(&mut ledger, now);
+        assert_eq!(ledger.said_until(now), Some(now + OUT_AT_MOST));
+        ledger.merge(quota(1, now + 2 * OUT_AT_MOST, None), None, now);
+        assert_eq!(ledger.said_until(now), Some(now + 2 * OUT_AT_MOST));
+        ledger.merge(refused(now + 3 * OUT_AT_MOST), None, now);
+        assert_eq!(ledger.said_until(now), Some(now + 3 * OUT_AT_MOST));
+        assert_eq!(ledger.said_until(now + 3 * OUT_AT_MOST), None);
+    }
+
+    #[cfg(feature = "redis")]
+    #[test]
+    fn a_ledger_that_learned_a_pace_says_so_to_be_remembered() {
+        let now = SystemTime::now();
+        let mut ledger = Ledger::default();
+        assert!(!ledger.has_learned());
+        learned_five(&mut ledger, now);
+        assert!(ledger.has_learned());
     }
 
     #[test]
