@@ -5,7 +5,7 @@
 #[path = "support/limiter.rs"]
 mod limiter;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::Request;
@@ -13,7 +13,7 @@ use limiter::{Algorithm, Headers, Limiter, Model, retry_after};
 use tokio::time::Instant;
 use tower::{Layer, ServiceExt};
 use tower_retry_after::store::{MemoryStore, Window, WindowStore};
-use tower_retry_after::{Gates, Key, RateLimitLayer, Throttled};
+use tower_retry_after::{Gates, HeldBy, Key, Notice, RateLimitLayer, Throttled};
 
 const SECOND: Duration = Duration::from_secs(1);
 const PROCESSES: usize = 4;
@@ -211,6 +211,54 @@ async fn a_call_the_store_held_after_waiting_at_its_gate_is_sent_only_on_a_ready
         log[1].0 >= log[0].0 + 4 * SECOND,
         "held by the other process's closure"
     );
+}
+
+/// A call the store holds, its own gate knowing nothing, asks the operator's hook before its
+/// first attempt, as a wait at its gate would: a veto ends it at once, sending nothing.
+#[tokio::test(start_paused = true)]
+async fn a_call_the_store_holds_asks_the_hook_first_and_a_veto_ends_it_unsent() {
+    let limiter = Limiter::new(Model::ClosedUntil(Instant::now()), Headers::RetryAfter);
+    let store = Arc::new(MemoryStore::new());
+    // Another process met a closure of 5 s.
+    let now = std::time::SystemTime::now();
+    let closed = Window {
+        closed_until: Some(now + 5 * SECOND),
+        ..Window::default()
+    };
+    let key = Key::from_origin("http://api.test").unwrap();
+    store.merge(&key, closed, None, now).await.unwrap();
+    let told = Arc::new(Mutex::new(Vec::new()));
+    let process = |allow: bool| {
+        let told = told.clone();
+        RateLimitLayer::new()
+            .gates(Gates::with_store(store.clone()))
+            .on_rate_limit(move |notice: &Notice<'_>| {
+                if let Notice::Wait { by, attempt, .. } = notice {
+                    told.lock().unwrap().push((*by, *attempt));
+                }
+                allow
+            })
+            .layer(limiter.clone())
+    };
+    let request = || {
+        Request::get("http://api.test/items")
+            .body(String::new())
+            .unwrap()
+    };
+    let error = process(false).oneshot(request()).await.unwrap_err();
+    assert!(error.downcast_ref::<Throttled>().is_some(), "{error}");
+    assert!(limiter.log().is_empty(), "sent though vetoed");
+    assert_eq!(*told.lock().unwrap(), [(HeldBy::Fleet, 1)]);
+    let started = Instant::now();
+    assert_eq!(
+        process(true).oneshot(request()).await.unwrap().status(),
+        200
+    );
+    assert!(
+        started.elapsed() >= 4 * SECOND,
+        "held by the other process's closure"
+    );
+    assert_eq!(*told.lock().unwrap(), [(HeldBy::Fleet, 1); 2]);
 }
 
 /// An instruction beyond the cap is returned at once to the call that met it, and kept and

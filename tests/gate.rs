@@ -277,6 +277,30 @@ async fn a_gate_closed_longer_than_a_call_may_wait_throttles_it_without_sending(
 }
 
 /// The key of every request to the limiter: its origin.
+/// A call waiting at its gate holds no readiness of the service beneath it: a concurrency limit
+/// there lets calls on other keys go meanwhile, instead of lending its one permit to a wait.
+#[tokio::test(start_paused = true)]
+async fn a_call_waiting_at_its_gate_holds_no_permit_of_a_concurrency_limit_beneath() {
+    let limiter = Limiter::new(Model::ClosedUntil(Instant::now()), Headers::RetryAfter)
+        .scripted(vec![(429, retry_after(5 * SECOND))]);
+    let service = RateLimitLayer::new().layer(tower::limit::ConcurrencyLimit::new(limiter, 1));
+    let refused = tokio::spawn(service.clone().oneshot(request("a.test")));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let waiting = tokio::spawn(service.clone().oneshot(request("a.test")));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = Instant::now();
+    let other = service.oneshot(request("b.test")).await.unwrap();
+    assert_eq!(other.status(), 200);
+    assert!(
+        started.elapsed() < SECOND,
+        "held {:?} behind a call waiting at another key's gate",
+        started.elapsed()
+    );
+    for call in [refused, waiting] {
+        assert_eq!(call.await.unwrap().unwrap().status(), 200);
+    }
+}
+
 fn key() -> Key {
     let (parts, _) = request("api.test").into_parts();
     Key::origin(&parts).unwrap()

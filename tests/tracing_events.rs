@@ -382,6 +382,10 @@ async fn a_wait_over_says_how_long_the_call_truly_waited() {
         // arrived at 50 ms), and its spread: never less, and not the probe's timeout.
         assert!((1900..4000).contains(&waited), "{event:?}");
     }
+    // Each names the attempt the wait came before: the 29 their first, the retry its second.
+    let mut attempts: Vec<&str> = over.iter().map(|event| event["attempt"].as_str()).collect();
+    attempts.sort_unstable();
+    assert_eq!(attempts, [["1"; 29].as_slice(), &["2"]].concat());
 }
 
 #[tokio::test(start_paused = true)]
