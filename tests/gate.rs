@@ -1276,3 +1276,47 @@ async fn a_retry_the_gate_holds_beyond_the_budget_returns_the_response_whole() {
     assert_eq!(response.body(), "refusal 1");
     closing.abort();
 }
+
+/// The same for a transient failure's retry: a 503 answered while another call's 429 keeps
+/// the gate closed longer than the call may wait ends the call at once with the 503 whole.
+/// Sleeping its backoff first would only meet the same closed gate (DESIGN: drop, not clamp).
+#[tokio::test(start_paused = true)]
+async fn a_transient_failures_retry_the_gate_holds_beyond_the_budget_returns_it_at_once() {
+    let arrivals = Arc::new(Mutex::new(Vec::new()));
+    let log = arrivals.clone();
+    let service = tower::service_fn(move |_request: Request<String>| {
+        let nth = arrives(&arrivals);
+        async move {
+            let response = if nth == 1 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                Response::builder().status(429).header("retry-after", "300")
+            } else {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                Response::builder().status(503)
+            };
+            let response = response.body(format!("answer {nth}")).unwrap();
+            Ok::<_, BoxError>(response)
+        }
+    });
+    let layer = RateLimitLayer::new()
+        .slow_start(false)
+        .retry_after_cap(Duration::from_secs(5))
+        .max_wait(Duration::from_secs(10));
+    let closing = tokio::spawn(layer.layer(service.clone()).oneshot(request("api.test")));
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let started = Instant::now();
+    let response = layer
+        .layer(service)
+        .oneshot(request("api.test"))
+        .await
+        .expect("the response, not Throttled");
+    assert_eq!(response.status(), 503);
+    assert_eq!(response.body(), "answer 2");
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_millis(50),
+        "no backoff slept"
+    );
+    assert_eq!(log.lock().unwrap().len(), 2, "nothing sent again");
+    assert_eq!(closing.await.unwrap().unwrap().status(), 429);
+}

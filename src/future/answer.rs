@@ -165,7 +165,8 @@ where
     }
 
     /// The gate takes in what the answer `said` (read at `now`) and the closure the decision
-    /// sets; where the call retries a refusal, the gate says whether it holds the retry.
+    /// sets; where the call retries (a refusal or a transient failure: either meets the gate),
+    /// the gate says whether it holds the retry.
     fn record(
         &self,
         pass: Pass,
@@ -180,7 +181,7 @@ where
         // are ever back to back.
         let floor = settings.backoff.floor();
         let retry = decision
-            .filter(|decision| decision.action == Action::RateLimited && decision.retries())
+            .filter(|decision| decision.retries())
             .map(|decision| Retry {
                 wait: decision.wait,
                 instructed: answer.instruction.map(|wait| wait.max(floor)),
