@@ -14,7 +14,9 @@
 //!   gate opens. Of the calls held at the gate, at most one is refused per episode (one per
 //!   probe: a probe that outlives `probe_timeout` lets another go), whatever their number;
 //!   requests already in flight when the first 429 arrives were sent before anything was
-//!   known.
+//!   known. A retry of any kind meets the gate: a 503's retry, answered while the key is closed
+//!   at least as long as its backoff, waits there in line; closed longer than the call may
+//!   still wait, the call ends at once with the 503 it has.
 //! - **Known quota is not overspent.** When 50 calls see `remaining: 3`, three go and the rest
 //!   wait for the reset (or for an answer that gives a unit back, whichever comes first). An
 //!   answer to a request sent after the lowest figure came back speaks for a later count: a
