@@ -176,6 +176,17 @@ async fn without_meters_a_fleet_learns_aligned_windows_and_token_buckets_once_fo
     }
 }
 
+/// What another process sharing `store` tells it on meeting a closure of `wait` on api.test.
+async fn closed_by_another_process(store: &MemoryStore, wait: Duration) {
+    let now = std::time::SystemTime::now();
+    let closed = Window {
+        closed_until: Some(now + wait),
+        ..Window::default()
+    };
+    let key = Key::from_origin("http://api.test").unwrap();
+    store.merge(&key, closed, None, now).await.unwrap();
+}
+
 /// A call held by the store after it waited at its own gate was sent on a service it had not
 /// polled ready: a concurrency limit beneath the layer panics on that.
 #[tokio::test(start_paused = true)]
@@ -195,13 +206,7 @@ async fn a_call_the_store_held_after_waiting_at_its_gate_is_sent_only_on_a_ready
     let waiting = tokio::spawn(service.clone().oneshot(request()));
     tokio::time::sleep(Duration::from_millis(100)).await;
     // Meanwhile another process met a closure of 5 s.
-    let now = std::time::SystemTime::now();
-    let closed = Window {
-        closed_until: Some(now + 5 * SECOND),
-        ..Window::default()
-    };
-    let key = Key::from_origin("http://api.test").unwrap();
-    store.merge(&key, closed, None, now).await.unwrap();
+    closed_by_another_process(&store, 5 * SECOND).await;
     for call in [refused, waiting] {
         assert_eq!(call.await.unwrap().unwrap().status(), 200);
     }
@@ -219,14 +224,7 @@ async fn a_call_the_store_held_after_waiting_at_its_gate_is_sent_only_on_a_ready
 async fn a_call_the_store_holds_asks_the_hook_first_and_a_veto_ends_it_unsent() {
     let limiter = Limiter::new(Model::ClosedUntil(Instant::now()), Headers::RetryAfter);
     let store = Arc::new(MemoryStore::new());
-    // Another process met a closure of 5 s.
-    let now = std::time::SystemTime::now();
-    let closed = Window {
-        closed_until: Some(now + 5 * SECOND),
-        ..Window::default()
-    };
-    let key = Key::from_origin("http://api.test").unwrap();
-    store.merge(&key, closed, None, now).await.unwrap();
+    closed_by_another_process(&store, 5 * SECOND).await;
     let told = Arc::new(Mutex::new(Vec::new()));
     let process = |allow: bool| {
         let told = told.clone();
