@@ -128,7 +128,8 @@ fn judge<T: Moment>(known: &mut Known<T>, round: &Round<T>, now: T) {
             rate.raise();
         }
     } else if held.out || held.reset {
-        let from_zero = held.reset && rate.value <= 0.0 && rate.may_raise(now, period);
+        let from_zero =
+            held.reset && rate.value <= 0.0 && burst.max.is_some() && rate.may_raise(now, period);
         if from_zero {
             let one_more = (burst.value.max(1.0).floor() + 1.0) / period.as_secs_f64();
             rate.raise_to(one_more);

@@ -17,9 +17,11 @@
 //!    out to one less than were out.
 //! 2. **A round that held calls back unrefused raises what held them**: the rate where they
 //!    waited for its tokens, the burst where they waited for requests out or for a window's
-//!    reset. Calls that waited for a reset with no rate known raise the rate from zero first
-//!    (one more than a burst a period, tried right after the burst, where a refusal costs
-//!    least): it asks what no burst can, whether the server keeps windows at all.
+//!    reset. While no burst was refused since it was last above its value, the burst climbs:
+//!    the server's ceiling is not found yet. Once one was, calls that waited for a reset with
+//!    no rate known raise the rate from zero first (one more than a burst a period, tried
+//!    right after the burst, where a refusal costs least): it asks what no burst can, whether
+//!    the server keeps windows at all.
 //! 3. **Raises search like BIC**: halfway to the least value refused; beyond it by a step
 //!    that doubles while kept. A raise undone halves the step, and the next one beyond the
 //!    least refused waits at least a period, and until the step has repaid what the refusal

@@ -658,10 +658,13 @@ fn a_raise_of_the_rate_is_kept_where_it_paced_unrefused_and_dropped_where_it_nev
 }
 
 #[test]
-fn a_round_held_to_its_reset_tries_a_rate_from_zero_before_a_larger_burst() {
-    let raised = |rate_lowered: Option<Duration>| {
+fn a_round_held_to_its_reset_tries_a_rate_from_zero_once_the_burst_met_a_refusal() {
+    let raised = |burst_refused: bool, rate_lowered: Option<Duration>| {
         let mut known = Known::new(5);
         known.period = Some(SECOND);
+        if burst_refused {
+            known.burst.max = Some(6.0);
+        }
         let now = start() + 10 * SECOND;
         if let Some(ago) = rate_lowered {
             // A rate from zero refused that long ago, its raise undone.
@@ -674,13 +677,26 @@ fn a_round_held_to_its_reset_tries_a_rate_from_zero_before_a_larger_burst() {
         (known.burst.trying, known.rate.trying)
     };
     let (burst, rate) = ((true, false), (false, true));
-    assert_eq!(raised(None), rate, "a burst's refusal would cost less");
     assert_eq!(
-        raised(Some(SECOND)),
+        raised(false, None),
+        burst,
+        "a burst that met no refusal climbs on: the server's ceiling is not found yet"
+    );
+    assert_eq!(
+        raised(true, None),
+        rate,
+        "a burst's refusal would cost less"
+    );
+    assert_eq!(
+        raised(true, Some(SECOND)),
         burst,
         "the rate refused a second ago may not be raised yet"
     );
-    assert_eq!(raised(Some(100 * SECOND)), rate, "repaid: the rate again");
+    assert_eq!(
+        raised(true, Some(100 * SECOND)),
+        rate,
+        "repaid: the rate again"
+    );
 }
 
 #[test]
