@@ -29,10 +29,10 @@
 //!    the cost is how much later than planned the key could send again.
 //! 4. **The period is measured never early**: from a round's first send to the end of the
 //!    earliest instruction its refusals carried (each bounds the same reset), or to the send
-//!    of the first request accepted after a refusal without one; the shortest seen is the
-//!    tightest. Where the server names no
-//!    reset, the next is tried halfway between the longest a refused window was seen to run
-//!    and the period.
+//!    of the first request accepted after a refusal without one (which the next round counts
+//!    as its first: it took one of the window's requests); the shortest seen is the
+//!    tightest. Where the server names no reset, the next is tried halfway between the
+//!    longest a refused window was seen to run and the period.
 //!
 //! Before the first refusal that follows an acceptance nothing binds (the gate's slow start
 //! and probes ramp the cold key up); it makes what the key accepted the burst and tries the
@@ -200,22 +200,26 @@ impl<T: Moment> Learn<T> {
             return self.answered_ended(tag, Some(false), now);
         }
         let round = &mut self.round;
+        let (Some(known), Some(began)) = (self.known.as_mut(), round.window()) else {
+            round.answered.get_or_insert(now);
+            return round.answered(tag, false);
+        };
+        if known.period.is_none() && round.heard.is_some_and(|heard| sent >= heard) {
+            // The first acceptance after a refusal without an instruction: the window was
+            // over by then, and this request is the first the next one counted.
+            known.period = Some(sent.since(began).max(TICK));
+            round.out = round.out.saturating_sub(1);
+            self.end_round(sent, true);
+            return self.round.opened_by(sent);
+        }
         round.answered.get_or_insert(now);
         round.answered(tag, false);
-        let (Some(known), Some(began)) = (self.known.as_mut(), round.window()) else {
-            return;
-        };
         if round.probing.is_some() && !round.probed {
             // The probe of a guessed reset went through: the window was over by then.
             round.probed = true;
             known.period = known
                 .period
                 .map(|period| period.min(sent.since(began).max(TICK)));
-        }
-        if known.period.is_none() && round.heard.is_some_and(|heard| sent >= heard) {
-            // The first acceptance after a refusal without an instruction: likewise.
-            known.period = Some(sent.since(began).max(TICK));
-            self.end_round(sent, true);
         }
     }
 

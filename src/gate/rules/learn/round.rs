@@ -135,6 +135,16 @@ impl<T: Moment> Round<T> {
         }
     }
 
+    /// Its first request, sent at `sent`, was one the last round let go: it took one of the
+    /// burst's tokens all the same. (The round still ends a period after its own first answer,
+    /// and still probes: where each request's count lapses a period after it, the burst's are
+    /// what bind.)
+    pub(super) fn opened_by(&mut self, sent: T) {
+        (self.began, self.last) = (Some(sent), Some(sent));
+        (self.sent, self.burst_sent, self.burst_accepted) = (1, 1, 1);
+        self.level = (self.level - 1.0).max(0.0);
+    }
+
     /// When the window it counts against began, at the latest it can tell.
     pub(super) fn window(&self) -> Option<T> {
         self.probing.filter(|_| !self.probed).or(self.began)

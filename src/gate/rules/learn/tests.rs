@@ -718,3 +718,29 @@ fn a_round_counts_what_it_paced_apart_from_its_burst_and_refusals_apart_from_bot
     assert!(round.paced_refused && !round.burst_refused);
     assert_eq!(round.out, 0);
 }
+
+#[test]
+fn the_request_that_shows_a_window_over_is_the_next_windows_first() {
+    let mut law = Learn::default();
+    let now = start();
+    let tags: Vec<_> = (0..6).map(|out| go(&mut law, now, out)).collect();
+    for tag in &tags[..5] {
+        law.accepted(*tag, now, now + 20 * MS);
+    }
+    law.refused(tags[5], now + 20 * MS, None, None);
+    // Refused without an instruction: one at a time until one is accepted.
+    let later = now + SECOND;
+    let opener = go(&mut law, later, 0);
+    law.accepted(opener, later, later + 20 * MS);
+    // The window it opened holds five, and it was one of them: the probe and three more go.
+    let after = later + 20 * MS;
+    let probe = go(&mut law, after, 0);
+    law.accepted(probe, after, after + 20 * MS);
+    let after = after + 20 * MS;
+    let mut sent = 0;
+    while law.next(after, sent, PATIENCE).is_none() {
+        law.sent(after, sent);
+        sent += 1;
+    }
+    assert_eq!(sent, 3, "the opener and the probe took two of the five");
+}
