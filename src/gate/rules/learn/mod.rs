@@ -23,10 +23,11 @@
 //!    right after the burst, where a refusal costs least): it asks what no burst can, whether
 //!    the server keeps windows at all.
 //! 3. **Raises search like BIC**: halfway to the least value refused; beyond it by a step
-//!    that doubles while kept. A raise undone halves the step, and the next one beyond the
-//!    least refused waits at least a period, and until the step has repaid what the refusal
-//!    cost, twice over for each raise undone in a row (step × waited ≥ 2ⁿ × value × cost);
-//!    the cost is how much later than planned the key could send again.
+//!    that doubles while kept. Every refusal halves the step (a raise undone and a value
+//!    lowered alike), and the next raise beyond the least refused waits at least a period,
+//!    and until the step has repaid what the refusal cost, twice over for each raise undone
+//!    in a row (step × waited ≥ 2ⁿ × value × cost); the cost is how much later than planned
+//!    the key could send again.
 //! 4. **The period is measured never early**: from a round's first send to the end of the
 //!    earliest instruction its refusals carried (each bounds the same reset), or to the send
 //!    of the first request accepted after a refusal without one (which the next round counts

@@ -148,6 +148,14 @@ mod tests {
     }
 
     #[test]
+    fn a_value_lowered_halves_the_step_as_a_raise_undone_does() {
+        let mut rate = search(64.0);
+        assert_eq!(rate.step, 4.0);
+        rate.refused(64.0, 40.0, 0.0, SystemTime::UNIX_EPOCH);
+        assert_eq!((rate.value, rate.undone, rate.step), (40.0, 0, 2.0));
+    }
+
+    #[test]
     fn beyond_the_least_value_refused_the_step_doubles_while_kept() {
         let mut rate = search(16.0);
         assert_eq!(
