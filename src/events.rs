@@ -8,6 +8,10 @@
 //!   `cause`, `wait_ms`, `attempt`, `will_retry`, `declined`), and its end with the true wait
 //!   (`waited_ms`). A wait the caller cannot see is a stall they cannot debug.
 //! - `trace`, per attempt sent (`key`, `attempt`).
+//! - `trace`, target `tower_retry_after::learn`, per round the law that learns a server
+//!   publishing no quota judged (`round`, `sent`, `accepted`, `refused`, then what it holds
+//!   the key to: `burst`, `rate`, `period_ms`). The law does not know the key's name: the
+//!   figures are for whoever tunes or debugs the law, not for an operator's dashboard.
 //! - `warn`, once per layer, for a mistake the layer can see for itself: it is given the
 //!   requests a server receives, or a timeout below it cuts each attempt short.
 //!
@@ -106,6 +110,31 @@ pub(crate) fn sent(key: Option<&Key>, attempt: u32) {
         key = key.map(tracing::field::display),
         attempt,
         "attempt sent",
+    );
+}
+
+/// The law judged round `round` of a key that publishes no quota: `sent` requests, `accepted`
+/// of them, `refused` or not; it now holds the key to bursts of `burst`, `rate` a second
+/// beyond them, and resets a `period` apart (`None`: not measured yet).
+pub(crate) fn round_judged(
+    round: u64,
+    sent: u64,
+    accepted: u64,
+    refused: bool,
+    burst: u64,
+    rate: f64,
+    period: Option<Duration>,
+) {
+    tracing::trace!(
+        target: "tower_retry_after::learn",
+        round,
+        sent,
+        accepted,
+        refused,
+        burst,
+        rate,
+        period_ms = period.map(millis),
+        "round judged",
     );
 }
 

@@ -10,6 +10,8 @@ mod limiter;
 mod sim;
 #[path = "../examples/simulate/timeline.rs"]
 mod timeline;
+#[path = "../examples/simulate/trace.rs"]
+mod trace;
 #[path = "../examples/simulate/workload.rs"]
 mod workload;
 

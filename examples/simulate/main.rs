@@ -16,12 +16,14 @@
 //! limiter shape, told with `Retry-After` only and with nothing, over those seeds, and prints
 //! one table of the plain client, the defaults and the defaults without learning (see
 //! `sweep.rs`), instead of the picture; with `--meters`, told with draft 08 meters and with
-//! `X-RateLimit-*` epoch resets instead.
+//! `X-RateLimit-*` epoch resets instead. `--trace` prints each round the layer's law judged
+//! to stderr (see `trace.rs`).
 
 mod limiter;
 mod sim;
 mod sweep;
 mod timeline;
+mod trace;
 mod workload;
 
 use workload::Args;
@@ -47,6 +49,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 seeds = Some(first.parse()?..=last.parse()?);
             }
             "--meters" => styles = sweep::METERED,
+            "--trace" => trace::install(),
             "--callers" => {
                 callers = value()?
                     .split(',')
@@ -57,7 +60,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 if !args.read(other, value)? {
                     return Err(format!(
                         "unknown flag {other}\n\nflags: {} --seed N --svg PATH --callers N,N \
-                         --seeds FIRST..=LAST --meters",
+                         --seeds FIRST..=LAST --meters --trace",
                         workload::FLAGS
                     )
                     .into());

@@ -18,6 +18,7 @@ use tower::{BoxError, Service};
 use tower_retry_after::RateLimitLayer;
 
 use crate::limiter::{Headers, Limiter};
+use crate::trace;
 use crate::workload::{self, Args, CLIENTS, Client, Outcome};
 
 /// The server's wall clock at the start of the first window a run could see: Tue, 14 Nov
@@ -96,6 +97,7 @@ impl Service<Request<Full<Bytes>>> for Network {
 /// a paused runtime of its own (so a run's figures do not depend on the runs before it).
 pub fn run(args: &Args, headers: Headers, client: Client, seed: u64) -> Outcome {
     paused(async {
+        trace::run_began();
         let network = Network::new(args, headers, seed);
         let layer = RateLimitLayer::new().jitter_seed(seed);
         let url = "http://api.test/items";
@@ -128,7 +130,10 @@ pub fn runs(args: &Args, seed: u64) -> Vec<(Headers, Vec<Outcome>)> {
         .map(|headers| {
             let outcomes = CLIENTS
                 .iter()
-                .map(|&(_, client)| run(args, headers, client, seed))
+                .map(|&(name, client)| {
+                    let _run = trace::run(name, headers).entered();
+                    run(args, headers, client, seed)
+                })
                 .collect();
             (headers, outcomes)
         })

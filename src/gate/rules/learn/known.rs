@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::round::Round;
 use super::search::Search;
 use super::{ANSWER, BETA, TICK};
+use crate::events;
 use crate::gate::time::Moment;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -63,6 +64,18 @@ impl<T: Moment> Known<T> {
             // (A probe refused says only that the window was still on.)
             judge(self, round, now);
         }
+        let accepted = round.burst_accepted + round.paced_accepted;
+        let refused = round.refused.is_some();
+        let (burst, rate) = (self.burst(), self.rate.value);
+        events::round_judged(
+            round.id,
+            round.sent,
+            accepted,
+            refused,
+            burst,
+            rate,
+            self.period,
+        );
     }
 
     pub(super) fn burst(&self) -> u64 {

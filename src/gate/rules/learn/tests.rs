@@ -744,3 +744,50 @@ fn the_request_that_shows_a_window_over_is_the_next_windows_first() {
     }
     assert_eq!(sent, 3, "the opener and the probe took two of the five");
 }
+
+/// The events of target `tower_retry_after::learn`, each as its fields `name=value`.
+#[derive(Clone, Default)]
+struct Told(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Told {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        struct Fields(String);
+        impl tracing::field::Visit for Fields {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                self.0 += &format!(" {}={value:?}", field.name());
+            }
+        }
+        if event.metadata().target() == "tower_retry_after::learn" {
+            let mut fields = Fields(String::new());
+            event.record(&mut fields);
+            self.0.lock().unwrap().push(fields.0.trim().to_owned());
+        }
+    }
+}
+
+#[test]
+fn each_round_judged_is_told_with_what_it_left_the_key_at() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let told = Told::default();
+    let _told = tracing::subscriber::set_default(tracing_subscriber::registry().with(told.clone()));
+    let (mut law, reset) = learned_five();
+    let tags: Vec<_> = (0..5).map(|out| go(&mut law, reset, out)).collect();
+    let heard = reset + 20 * MS;
+    for tag in &tags[..3] {
+        law.accepted(*tag, reset, heard);
+    }
+    for tag in &tags[3..] {
+        law.refused(*tag, heard, Some(reset + SECOND), Some(reset + SECOND));
+    }
+    go(&mut law, reset + SECOND, 0);
+    assert_eq!(
+        *told.0.lock().unwrap(),
+        [
+            // The rate from zero tried at once: one more than the burst a period.
+            "message=round judged round=0 sent=6 accepted=5 refused=true burst=5 rate=6.0 \
+             period_ms=1000",
+            "message=round judged round=1 sent=5 accepted=3 refused=true burst=3 rate=0.0 \
+             period_ms=1000",
+        ]
+    );
+}
