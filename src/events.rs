@@ -10,8 +10,9 @@
 //! - `trace`, per attempt sent (`key`, `attempt`).
 //! - `trace`, target `tower_retry_after::learn`, per round the law that learns a server
 //!   publishing no quota judged (`round`, `sent`, `accepted`, `refused`, then what it holds
-//!   the key to: `burst`, `rate`, `period_ms`). The law does not know the key's name: the
-//!   figures are for whoever tunes or debugs the law, not for an operator's dashboard.
+//!   the key to: `burst`, `rate`, `period_ms`, and for the burst and the rate the search's
+//!   `_least_refused`, `_step`, `_undone`, `_on_trial`). The law does not know the key's
+//!   name: the figures are for whoever tunes or debugs the law, not for a dashboard.
 //! - `warn`, once per layer, for a mistake the layer can see for itself: it is given the
 //!   requests a server receives, or a timeout below it cuts each attempt short.
 //!
@@ -113,6 +114,17 @@ pub(crate) fn sent(key: Option<&Key>, attempt: u32) {
     );
 }
 
+/// One quantity the law learns, as a judged round left it.
+pub(crate) struct Learned {
+    pub(crate) value: f64,
+    /// The least value refused since it was last above it: what a raise goes halfway to.
+    pub(crate) least_refused: Option<f64>,
+    /// What a raise beyond that adds; raises undone in a row; whether one is on trial.
+    pub(crate) step: f64,
+    pub(crate) undone: u32,
+    pub(crate) on_trial: bool,
+}
+
 /// The law judged round `round` of a key that publishes no quota: `sent` requests, `accepted`
 /// of them, `refused` or not; it now holds the key to bursts of `burst`, `rate` a second
 /// beyond them, and resets a `period` apart (`None`: not measured yet).
@@ -121,8 +133,8 @@ pub(crate) fn round_judged(
     sent: u64,
     accepted: u64,
     refused: bool,
-    burst: u64,
-    rate: f64,
+    burst: Learned,
+    rate: Learned,
     period: Option<Duration>,
 ) {
     tracing::trace!(
@@ -131,8 +143,16 @@ pub(crate) fn round_judged(
         sent,
         accepted,
         refused,
-        burst,
-        rate,
+        burst = burst.value,
+        burst_least_refused = burst.least_refused,
+        burst_step = burst.step,
+        burst_undone = burst.undone,
+        burst_on_trial = burst.on_trial,
+        rate = rate.value,
+        rate_least_refused = rate.least_refused,
+        rate_step = rate.step,
+        rate_undone = rate.undone,
+        rate_on_trial = rate.on_trial,
         period_ms = period.map(millis),
         "round judged",
     );

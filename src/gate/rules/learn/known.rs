@@ -66,7 +66,7 @@ impl<T: Moment> Known<T> {
         }
         let accepted = round.burst_accepted + round.paced_accepted;
         let refused = round.refused.is_some();
-        let (burst, rate) = (self.burst(), self.rate.value);
+        let (burst, rate) = (self.burst.told(), self.rate.told());
         events::round_judged(
             round.id,
             round.sent,

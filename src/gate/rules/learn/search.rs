@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::events::Learned;
 use crate::gate::time::Moment;
 
 /// One learned quantity, and the search that raises it.
@@ -35,6 +36,17 @@ impl<T: Moment> Search<T> {
             lowered: None,
             cost: 0.0,
             undone: 0,
+        }
+    }
+
+    /// What a round judged is told to have left it with.
+    pub(super) fn told(&self) -> Learned {
+        Learned {
+            value: self.value,
+            least_refused: self.max,
+            step: self.step,
+            undone: self.undone,
+            on_trial: self.trying,
         }
     }
 

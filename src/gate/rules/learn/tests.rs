@@ -784,10 +784,13 @@ fn each_round_judged_is_told_with_what_it_left_the_key_at() {
         *told.0.lock().unwrap(),
         [
             // The rate from zero tried at once: one more than the burst a period.
-            "message=round judged round=0 sent=6 accepted=5 refused=true burst=5 rate=6.0 \
-             period_ms=1000",
-            "message=round judged round=1 sent=5 accepted=3 refused=true burst=3 rate=0.0 \
-             period_ms=1000",
+            "message=round judged round=0 sent=6 accepted=5 refused=true burst=5.0 \
+             burst_step=1.0 burst_undone=0 burst_on_trial=false rate=6.0 rate_step=6.0 \
+             rate_undone=0 rate_on_trial=true period_ms=1000",
+            // The burst lowered to what of it was accepted, the rate's trial dropped.
+            "message=round judged round=1 sent=5 accepted=3 refused=true burst=3.0 \
+             burst_least_refused=4.0 burst_step=1.0 burst_undone=0 burst_on_trial=false \
+             rate=0.0 rate_step=6.0 rate_undone=0 rate_on_trial=false period_ms=1000",
         ]
     );
 }
