@@ -8,11 +8,12 @@
 //!   `cause`, `wait_ms`, `attempt`, `will_retry`, `declined`), and its end with the true wait
 //!   (`waited_ms`). A wait the caller cannot see is a stall they cannot debug.
 //! - `trace`, per attempt sent (`key`, `attempt`).
-//! - `trace`, target `tower_retry_after::learn`, per round the law that learns a server
-//!   publishing no quota judged (`round`, `sent`, `accepted`, `refused`, then what it holds
-//!   the key to: `burst`, `rate`, `period_ms`, and for the burst and the rate the search's
-//!   `_least_refused`, `_step`, `_undone`, `_on_trial`). The law does not know the key's
-//!   name: the figures are for whoever tunes or debugs the law, not for a dashboard.
+//! - `trace`, target `tower_retry_after::learn`, per round the law that learns a limit no one
+//!   publishes judged on a key (`key`, `round`, `sent`, `accepted`, `refused`; what the key
+//!   goes by after it: `burst`, `rate`, `period_ms`; and where each search stands:
+//!   `burst_value`, `_least_refused`, `_step`, `_undone`, `_on_trial`). For whoever tunes the
+//!   law. A gate's law judges the answers of every layer on the key, learning or not; a
+//!   fleet's law, kept in its store, is not told.
 //! - `warn`, once per layer, for a mistake the layer can see for itself: it is given the
 //!   requests a server receives, or a timeout below it cuts each attempt short.
 //!
@@ -23,6 +24,7 @@ use std::time::Duration;
 use http::request::Parts;
 
 use crate::budget::Decision;
+use crate::gate::Judged;
 use crate::gate::call::Episode;
 use crate::key::Key;
 use crate::throttled::{HeldBy, Throttled};
@@ -114,36 +116,21 @@ pub(crate) fn sent(key: Option<&Key>, attempt: u32) {
     );
 }
 
-/// One quantity the law learns, as a judged round left it.
-pub(crate) struct Learned {
-    pub(crate) value: f64,
-    /// The least value refused since it was last above it: what a raise goes halfway to.
-    pub(crate) least_refused: Option<f64>,
-    /// What a raise beyond that adds; raises undone in a row; whether one is on trial.
-    pub(crate) step: f64,
-    pub(crate) undone: u32,
-    pub(crate) on_trial: bool,
-}
-
-/// The law judged round `round` of a key that publishes no quota: `sent` requests, `accepted`
-/// of them, `refused` or not; it now holds the key to bursts of `burst`, `rate` a second
-/// beyond them, and resets a `period` apart (`None`: not measured yet).
-pub(crate) fn round_judged(
-    round: u64,
-    sent: u64,
-    accepted: u64,
-    refused: bool,
-    burst: Learned,
-    rate: Learned,
-    period: Option<Duration>,
-) {
+/// The law that learns a limit no one publishes judged a round of `key`, if it did.
+pub(crate) fn round_judged(key: &Key, judged: Option<Judged>) {
+    let Some(judged) = judged else {
+        return;
+    };
+    let (burst, rate) = (judged.burst_search, judged.rate);
     tracing::trace!(
         target: "tower_retry_after::learn",
-        round,
-        sent,
-        accepted,
-        refused,
-        burst = burst.value,
+        key = %key,
+        round = judged.round,
+        sent = judged.sent,
+        accepted = judged.accepted,
+        refused = judged.refused,
+        burst = judged.burst,
+        burst_value = burst.value,
         burst_least_refused = burst.least_refused,
         burst_step = burst.step,
         burst_undone = burst.undone,
@@ -153,7 +140,7 @@ pub(crate) fn round_judged(
         rate_step = rate.step,
         rate_undone = rate.undone,
         rate_on_trial = rate.on_trial,
-        period_ms = period.map(millis),
+        period_ms = judged.period.map(millis),
         "round judged",
     );
 }

@@ -153,8 +153,7 @@ fn without_meters_the_learned_limit_keeps_the_layer_off_the_wall() {
 
 /// One run of the plain client and of the layer's defaults on `args` with `seed`.
 fn plain_and_layer(args: &Args, seed: u64) -> (workload::Outcome, workload::Outcome) {
-    let (_, plain) = workload::CLIENTS[0];
-    let (_, defaults) = workload::CLIENTS[3];
+    let (plain, defaults) = (workload::CLIENTS[0], workload::CLIENTS[3]);
     (
         sim::run(args, args.headers, plain, seed),
         sim::run(args, args.headers, defaults, seed),
@@ -245,7 +244,7 @@ fn a_reset_written_to_the_second_costs_close_to_its_window_not_a_second_more() {
 /// The defaults on `args`, over seeds 1–10: never refused, and within `bound` × the physical
 /// limit on every seed.
 fn never_refused_and_within(args: &Args, bound: f64) {
-    let (_, defaults) = workload::CLIENTS[3];
+    let defaults = workload::CLIENTS[3];
     for seed in 1..=10 {
         let layer = sim::run(args, args.headers, defaults, seed);
         let described = args.describe();

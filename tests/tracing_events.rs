@@ -1,7 +1,8 @@
 //! The layer's tracing events, at the level each fits: one `info` per episode of a key
 //! (closed, spent, reopened), a `debug` per wait decided (with its key, reason, cause, wait,
 //! attempt and whether it will retry) and per wait over (with the true wait), a `trace` per
-//! attempt sent. And the operator's hook, told the same and able to veto a wait.
+//! attempt sent, and one per round the law that learns an unpublished limit judged. And the
+//! operator's hook, told the same and able to veto a wait.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -15,12 +16,13 @@ use tracing_subscriber::layer::{Context, SubscriberExt};
 
 type Events = Arc<Mutex<Vec<BTreeMap<String, String>>>>;
 
-/// Records the fields of every event with the crate's target.
+/// Records the fields of every event with the crate's targets.
 struct Capture(Events);
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Capture {
     fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
-        if event.metadata().target() == "tower_retry_after" {
+        let target = event.metadata().target();
+        if target == "tower_retry_after" || target.starts_with("tower_retry_after::") {
             let mut fields = Fields::default();
             event.record(&mut fields);
             let level = event.metadata().level().to_string();
@@ -642,4 +644,60 @@ async fn the_hook_is_told_which_attempt_a_wait_comes_before() {
     assert_eq!(response.status(), 200);
     // The 429 was attempt 1: its wait comes before attempt 2.
     assert_eq!(*attempts_told.lock().unwrap(), [2]);
+}
+
+/// Accepts `limit` requests a second (fixed windows from the start) and refuses the rest
+/// with a bare 429: a limit no header tells of.
+fn unpublished(
+    limit: usize,
+) -> impl Service<Request<String>, Response = Response<String>, Error = tower::BoxError, Future: Send>
++ Clone {
+    let start = tokio::time::Instant::now();
+    let counted = Arc::new(Mutex::new((0u64, 0usize)));
+    tower::service_fn(move |_request: Request<String>| {
+        let counted = counted.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let window = start.elapsed().as_secs();
+            let mut counted = counted.lock().unwrap();
+            if counted.0 != window {
+                *counted = (window, 0);
+            }
+            counted.1 += 1;
+            let status = if counted.1 <= limit { 200 } else { 429 };
+            Ok(Response::builder()
+                .status(status)
+                .body(String::new())
+                .unwrap())
+        }
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_round_the_learning_law_judged_is_a_trace_event_with_its_key_and_what_it_learned() {
+    let service = RateLimitLayer::new().layer(unpublished(3));
+    let calls = (0..12).map(|_| service.clone().oneshot(get()));
+    let (events, results) = events_of(futures_util::future::join_all(calls)).await;
+    assert!(results.iter().all(Result::is_ok));
+    let judged = named(&events, "round judged");
+    assert!(judged.len() >= 2, "{events:#?}");
+    for event in &judged {
+        assert_eq!(event["level"], "TRACE");
+        assert_eq!(event["key"], "https://api.test");
+    }
+    // A window's three accepted and the fourth refused: the burst is three.
+    let first = judged[0];
+    assert_eq!(
+        (first["accepted"].as_str(), first["refused"].as_str()),
+        ("3", "true")
+    );
+    assert_eq!(first["burst"], "3", "{first:?}");
+    let rounds: Vec<u64> = judged
+        .iter()
+        .map(|event| event["round"].parse().unwrap())
+        .collect();
+    assert!(
+        rounds.windows(2).all(|pair| pair[0] < pair[1]),
+        "each told once: {rounds:?}"
+    );
 }

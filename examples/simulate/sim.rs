@@ -95,7 +95,8 @@ impl Service<Request<Full<Bytes>>> for Network {
 
 /// One run of the workload against a fresh limiter sending `headers`, made by `client`, on
 /// a paused runtime of its own (so a run's figures do not depend on the runs before it).
-pub fn run(args: &Args, headers: Headers, client: Client, seed: u64) -> Outcome {
+pub fn run(args: &Args, headers: Headers, (name, client): (&str, Client), seed: u64) -> Outcome {
+    let _run = trace::run(name, args, headers, seed).entered();
     paused(async {
         trace::run_began();
         let network = Network::new(args, headers, seed);
@@ -130,10 +131,7 @@ pub fn runs(args: &Args, seed: u64) -> Vec<(Headers, Vec<Outcome>)> {
         .map(|headers| {
             let outcomes = CLIENTS
                 .iter()
-                .map(|&(name, client)| {
-                    let _run = trace::run(name, headers).entered();
-                    run(args, headers, client, seed)
-                })
+                .map(|&client| run(args, headers, client, seed))
                 .collect();
             (headers, outcomes)
         })

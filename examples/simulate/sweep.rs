@@ -91,7 +91,7 @@ pub fn sweep(args: &Args, seeds: RangeInclusive<u64>, styles: [Headers; 2]) -> S
             };
             let seeds = seeds
                 .clone()
-                .map(|seed| SWEPT.map(|client| sim::run(&args, headers, CLIENTS[client].1, seed)))
+                .map(|seed| SWEPT.map(|client| sim::run(&args, headers, CLIENTS[client], seed)))
                 .collect();
             Row {
                 algorithm,

@@ -59,6 +59,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+pub(crate) use rules::learn::Judged;
 // What the Redis store keeps of each key: the ledger a memory store keeps, as JSON.
 #[cfg(feature = "redis")]
 pub(crate) use store::Ledger;

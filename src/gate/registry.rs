@@ -10,6 +10,8 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
+use crate::events;
+use crate::gate::Judged;
 use crate::gate::key::Gate;
 use crate::gate::key::answer::{Admission, Episode};
 use crate::gate::key::report::Report;
@@ -53,14 +55,15 @@ impl Registry {
     /// Applies `change` to `key`'s gate, if it has one, and wakes whom the change freed once
     /// the table is unlocked.
     pub(crate) fn update(&self, key: &Key, change: impl FnOnce(&mut Gate)) {
-        let wakes = match self.lock().gates.get_mut(key) {
+        let (wakes, judged) = match self.lock().gates.get_mut(key) {
             Some(gate) => {
                 change(gate);
-                gate.take_wakes()
+                (gate.take_wakes(), gate.take_judged())
             }
-            None => Vec::new(),
+            None => (Vec::new(), None),
         };
         wakes.into_iter().for_each(Waker::wake);
+        events::round_judged(key, judged);
     }
 }
 
@@ -94,7 +97,8 @@ impl Table {
 
     /// Records `report` for a request on `key` let through as `admitted`, making the key's
     /// gate if the report gives it something to remember and there is room: the wakers to
-    /// call, and the turn of the key's episode the report brought.
+    /// call, the turn of the key's episode the report brought, and the round the learned law
+    /// judged on it.
     pub(crate) fn answered(
         &mut self,
         key: &Key,
@@ -102,15 +106,16 @@ impl Table {
         report: Report,
         now: Instant,
         capacity: usize,
-    ) -> (Vec<Waker>, Option<Episode>) {
+    ) -> (Vec<Waker>, Option<Episode>, Option<Judged>) {
         if let Some(gate) = self.gates.get_mut(key) {
             let episode = gate.answered(admitted, report, now);
-            return (gate.take_wakes(), episode);
+            return (gate.take_wakes(), episode, gate.take_judged());
         }
+        // (A new gate has learned nothing to judge.)
         let mut gate = Gate::new();
         let episode = gate.answered(admitted, report, now);
         self.keep(key, gate, now, capacity);
-        (Vec::new(), episode)
+        (Vec::new(), episode, None)
     }
 
     /// Keeps a new key's `gate`, if it has anything to remember and fits.

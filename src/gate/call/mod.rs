@@ -18,12 +18,14 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::events;
 use crate::gate::Gates;
 use crate::gate::key::Gate;
 use crate::gate::key::answer::{Admission, Arrival};
 use crate::gate::key::report::Report;
 use crate::gate::key::terms::Terms;
 use crate::gate::key::tokens::TokenMeters;
+use crate::gate::registry::Table;
 use crate::gate::routes::Known;
 use crate::key::Key;
 use crate::settings::Settings;
@@ -172,8 +174,17 @@ impl Call {
     /// The call, on `route`, arrives with `budget` left to wait.
     pub(crate) fn enter(&mut self, now: Instant, budget: Duration, route: &str) -> Entered {
         self.refine(route);
+        let mut table = self.gates.registry.lock();
+        let entered = self.enter_locked(&mut table, now, budget);
+        let judged = table.gates.get_mut(&self.key).and_then(Gate::take_judged);
+        drop(table);
+        events::round_judged(&self.key, judged);
+        entered
+    }
+
+    /// [`enter`](Self::enter), under the registry's lock.
+    fn enter_locked(&self, table: &mut Table, now: Instant, budget: Duration) -> Entered {
         let registry = &self.gates.registry;
-        let mut table = registry.lock();
         if let Some(closed) = self
             .whole()
             .and_then(|whole| table.gates.get(whole)?.closed(now, self.terms))

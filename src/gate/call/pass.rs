@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::events;
 use crate::gate::Gates;
 use crate::gate::key::answer::{Admission, Episode, Hold, Look};
 use crate::gate::key::report::Report;
@@ -94,7 +95,7 @@ impl Pass {
         self.open = false;
         let registry = &self.gates.registry;
         let mut table = registry.lock();
-        let (wakes, episode) =
+        let (wakes, episode, judged) =
             table.answered(&self.key, self.admission, report, now, registry.capacity);
         // Looked up again only for a retry to hold: most answers have none.
         let hold = retry
@@ -105,6 +106,7 @@ impl Pass {
             .unwrap_or(Hold::Free);
         drop(table);
         wakes.into_iter().for_each(Waker::wake);
+        events::round_judged(&self.key, judged);
         // A reserved request's answer is always told, if only to say it is no longer out.
         let worth_sharing = report.closed_until.is_some() || report.quota.is_some();
         if let Some(shared) = registry.shared.as_ref() {
@@ -176,16 +178,17 @@ impl Place {
         waker: &Waker,
     ) -> Result<Pass, NotYet> {
         let mut table = self.gates.registry.lock();
-        let (admission, wakes) = match table.gates.get_mut(&self.key) {
+        let (admission, wakes, judged) = match table.gates.get_mut(&self.key) {
             Some(gate) => {
                 let admission = gate.poll_waiter(self.id, now, budget, waker, self.terms);
-                (admission, gate.take_wakes())
+                (admission, gate.take_wakes(), gate.take_judged())
             }
             // The gate was forgotten: nothing holds the call back.
-            None => (Ok(Admission::uncounted(now)), Vec::new()),
+            None => (Ok(Admission::uncounted(now)), Vec::new(), None),
         };
         drop(table);
         wakes.into_iter().for_each(Waker::wake);
+        events::round_judged(&self.key, judged);
         let admission = admission.map_err(|look| match look {
             Look::Again(at) => NotYet::LookAgain(at),
             Look::Beyond(closed) => {

@@ -33,7 +33,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::gate::rules::closure::Closure;
-use crate::gate::rules::learn::Learn;
+use crate::gate::rules::learn::{Judged, Learn};
 use crate::gate::rules::quota::Quota;
 use crate::gate::rules::window::ReportedWindow;
 use crate::gate::time::{ServerClock, after};
@@ -319,6 +319,12 @@ impl Gate {
     /// The wakers of waiters that may now go: to be called once the registry is unlocked.
     pub(crate) fn take_wakes(&mut self) -> Vec<Waker> {
         self.queues.take_wakes()
+    }
+
+    /// The round the learned law judged last, if one was since this was last asked: to be
+    /// told once the registry is unlocked.
+    pub(crate) fn take_judged(&mut self) -> Option<Judged> {
+        self.learn.take_judged()
     }
 
     /// Whether the gate remembers nothing a later call needs, so it may be forgotten.

@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
+use super::Judged;
 use super::round::Round;
 use super::search::Search;
 use super::{ANSWER, BETA, TICK};
-use crate::events;
 use crate::gate::time::Moment;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -40,8 +40,8 @@ impl<T: Moment> Known<T> {
     }
 
     /// What `round`, ended and answered, says at `now`: of the period (rule 4) and of the
-    /// burst and the rate (rules 1 to 3).
-    pub(super) fn judge(&mut self, round: &Round<T>, now: T) {
+    /// burst and the rate (rules 1 to 3); what it was, and what it left.
+    pub(super) fn judge(&mut self, round: &Round<T>, now: T) -> Judged {
         if let (Some(until), Some(began)) = (round.earliest, round.began) {
             let measured = until.since(began).max(TICK);
             self.period = Some(self.period.map_or(measured, |period| period.min(measured)));
@@ -64,18 +64,16 @@ impl<T: Moment> Known<T> {
             // (A probe refused says only that the window was still on.)
             judge(self, round, now);
         }
-        let accepted = round.burst_accepted + round.paced_accepted;
-        let refused = round.refused.is_some();
-        let (burst, rate) = (self.burst.told(), self.rate.told());
-        events::round_judged(
-            round.id,
-            round.sent,
-            accepted,
-            refused,
-            burst,
-            rate,
-            self.period,
-        );
+        Judged {
+            round: round.id,
+            sent: round.sent,
+            accepted: round.burst_accepted + round.paced_accepted,
+            refused: round.refused.is_some(),
+            burst: self.burst(),
+            burst_search: self.burst.searched(),
+            rate: self.rate.searched(),
+            period: self.period,
+        }
     }
 
     pub(super) fn burst(&self) -> u64 {

@@ -52,6 +52,7 @@ use std::time::Duration;
 use known::Known;
 pub(crate) use round::Tag;
 use round::{Quantity, Round};
+pub(crate) use search::Searched;
 
 use crate::gate::time::Moment;
 
@@ -64,6 +65,21 @@ const ANSWER: Duration = Duration::from_secs(1);
 /// The most ended rounds awaiting their answers: an older one is judged on those it has.
 const AWAITED: usize = 16;
 
+/// A round the law judged, and what it left the key with: for the gate to tell (see
+/// [`Learn::take_judged`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Judged {
+    pub(crate) round: u64,
+    pub(crate) sent: u64,
+    pub(crate) accepted: u64,
+    pub(crate) refused: bool,
+    /// How many go at once, and are out at most, as it binds.
+    pub(crate) burst: u64,
+    pub(crate) burst_search: Searched,
+    pub(crate) rate: Searched,
+    pub(crate) period: Option<Duration>,
+}
+
 /// What one key learned of a server that publishes no quota.
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "redis", derive(serde::Serialize, serde::Deserialize))]
@@ -75,6 +91,9 @@ pub(crate) struct Learn<T> {
     /// How long a request may hang before it holds nothing back: a round none of whose
     /// requests has answered by then runs from there.
     patience: Duration,
+    /// The round judged last, until taken: what the gate tells, not what the law keeps.
+    #[cfg_attr(feature = "redis", serde(skip))]
+    judged: Option<Judged>,
 }
 
 impl<T: Moment> Default for Learn<T> {
@@ -84,6 +103,7 @@ impl<T: Moment> Default for Learn<T> {
             round: Round::new(0, 0.0, None, None),
             ended: VecDeque::new(),
             patience: ANSWER,
+            judged: None,
         }
     }
 }
@@ -102,6 +122,12 @@ impl<T: Moment> Learn<T> {
     /// When the round under way ends, if it has not by `now`.
     pub(crate) fn current_until(&self, now: T) -> Option<T> {
         self.round_end().filter(|end| *end > now)
+    }
+
+    /// The round judged last, if one was since this was last asked. (Where one answer
+    /// completes several rounds, the last.)
+    pub(crate) fn take_judged(&mut self) -> Option<Judged> {
+        self.judged.take()
     }
 
     /// A response carried meters: what they say replaces anything learned.
@@ -378,7 +404,7 @@ impl<T: Moment> Learn<T> {
 
     fn judge(&mut self, round: Round<T>, now: T) {
         if let Some(known) = self.known.as_mut() {
-            known.judge(&round, now);
+            self.judged = Some(known.judge(&round, now));
         }
     }
 }

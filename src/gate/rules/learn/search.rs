@@ -3,8 +3,22 @@
 
 use std::time::Duration;
 
-use crate::events::Learned;
 use crate::gate::time::Moment;
+
+/// Where one learned quantity's search stands, as a round judged left it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Searched {
+    /// The value the key goes by.
+    pub(crate) value: f64,
+    /// The least value refused since it was last above it: what a raise goes halfway to.
+    pub(crate) least_refused: Option<f64>,
+    /// What a raise beyond that adds.
+    pub(crate) step: f64,
+    /// Raises undone in a row.
+    pub(crate) undone: u32,
+    /// Whether a raise is on trial.
+    pub(crate) on_trial: bool,
+}
 
 /// One learned quantity, and the search that raises it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -39,9 +53,9 @@ impl<T: Moment> Search<T> {
         }
     }
 
-    /// What a round judged is told to have left it with.
-    pub(super) fn told(&self) -> Learned {
-        Learned {
+    /// Where its search stands now.
+    pub(super) fn searched(&self) -> Searched {
+        Searched {
             value: self.value,
             least_refused: self.max,
             step: self.step,

@@ -745,52 +745,35 @@ fn the_request_that_shows_a_window_over_is_the_next_windows_first() {
     assert_eq!(sent, 3, "the opener and the probe took two of the five");
 }
 
-/// The events of target `tower_retry_after::learn`, each as its fields `name=value`.
-#[derive(Clone, Default)]
-struct Told(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Told {
-    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
-        struct Fields(String);
-        impl tracing::field::Visit for Fields {
-            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                self.0 += &format!(" {}={value:?}", field.name());
-            }
-        }
-        if event.metadata().target() == "tower_retry_after::learn" {
-            let mut fields = Fields(String::new());
-            event.record(&mut fields);
-            self.0.lock().unwrap().push(fields.0.trim().to_owned());
-        }
-    }
-}
-
 #[test]
-fn each_round_judged_is_told_with_what_it_left_the_key_at() {
-    use tracing_subscriber::layer::SubscriberExt;
-    let told = Told::default();
-    let _told = tracing::subscriber::set_default(tracing_subscriber::registry().with(told.clone()));
+fn each_round_judged_is_handed_out_once_with_what_it_left_the_key_at() {
     let (mut law, reset) = learned_five();
-    let tags: Vec<_> = (0..5).map(|out| go(&mut law, reset, out)).collect();
-    let heard = reset + 20 * MS;
-    for tag in &tags[..3] {
-        law.accepted(*tag, reset, heard);
+    assert_eq!(law.take_judged(), None, "nothing judged yet");
+    law.next(reset, 0, PATIENCE);
+    let first = law
+        .take_judged()
+        .expect("the first round judged at its reset");
+    assert_eq!((first.round, first.sent, first.accepted), (0, 6, 5));
+    assert!(first.refused);
+    assert_eq!((first.burst, first.period), (5, Some(SECOND)));
+    assert!(first.rate.on_trial, "the rate from zero tried at once");
+    assert_eq!(law.take_judged(), None, "handed out once");
+    // The burst accepted; one more, sooner than no rate allows, refused: only the rate's
+    // raise let it go, so the raise is undone.
+    let burst: Vec<_> = (0..5).map(|out| go(&mut law, reset, out)).collect();
+    for tag in &burst {
+        law.accepted(*tag, reset, reset + 20 * MS);
     }
-    for tag in &tags[3..] {
-        law.refused(*tag, heard, Some(reset + SECOND), Some(reset + SECOND));
-    }
-    go(&mut law, reset + SECOND, 0);
+    let trial = law.sent(reset + 30 * MS, 0);
+    assert_eq!(trial.trial, Some(Quantity::Rate));
+    law.refused(trial, reset + 50 * MS, None, None);
+    law.next(reset + 10 * SECOND, 0, PATIENCE);
+    let second = law.take_judged().expect("the second round judged");
+    assert_eq!((second.round, second.sent, second.accepted), (1, 6, 5));
+    assert_eq!((second.burst, second.burst_search.least_refused), (5, None));
+    let rate = second.rate;
     assert_eq!(
-        *told.0.lock().unwrap(),
-        [
-            // The rate from zero tried at once: one more than the burst a period.
-            "message=round judged round=0 sent=6 accepted=5 refused=true burst=5.0 \
-             burst_step=1.0 burst_undone=0 burst_on_trial=false rate=6.0 rate_step=6.0 \
-             rate_undone=0 rate_on_trial=true period_ms=1000",
-            // The burst lowered to what of it was accepted, the rate's trial dropped.
-            "message=round judged round=1 sent=5 accepted=3 refused=true burst=3.0 \
-             burst_least_refused=4.0 burst_step=1.0 burst_undone=0 burst_on_trial=false \
-             rate=0.0 rate_step=6.0 rate_undone=0 rate_on_trial=false period_ms=1000",
-        ]
+        (rate.value, rate.least_refused, rate.undone, rate.on_trial),
+        (0.0, Some(first.rate.value), 1, false)
     );
 }
