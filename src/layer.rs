@@ -315,7 +315,9 @@ impl<P> RateLimitLayer<P> {
     /// layer is refused 22 to 30 times and finishes within 1.04 times a plain client's time,
     /// which is refused 910 times; `BENCHMARKS.md` has every shape of limiter.
     ///
-    /// Applies only where [`respect_remaining`](Self::respect_remaining) is on.
+    /// Applies only where [`respect_remaining`](Self::respect_remaining) is on. Off, the
+    /// layer's calls are paced by nothing learned, their gate's or, where gates share a store,
+    /// their fleet's; what they meet is still learned from, for the calls that do learn.
     ///
     /// ```
     /// use tower_retry_after::RateLimitLayer;

@@ -19,8 +19,9 @@
 //!   Redis's own clock, so no two machines' clocks are compared.
 //! - A [`WindowStore`] of your own, over whatever the fleet already shares. It answers two
 //!   questions: [`reserve`](WindowStore::reserve) one request before it is sent, and
-//!   [`merge`](WindowStore::merge) what an answer said. [`Window`], [`Reservation`],
-//!   [`Ticket`], [`StoreError`] and [`StoreFuture`] are the words it answers in. Times are
+//!   [`merge`](WindowStore::merge) what an answer said. [`Respects`], [`Window`],
+//!   [`Reservation`], [`Ticket`], [`StoreError`] and [`StoreFuture`] are the words it is
+//!   asked and answers in. Times are
 //!   wall-clock ([`SystemTime`](std::time::SystemTime)) so that they mean the same in every
 //!   process; no monotonic instant crosses this interface.
 //!
@@ -37,7 +38,7 @@
 //! ```
 //! use std::sync::Arc;
 //! use std::time::{Duration, SystemTime};
-//! use tower_retry_after::store::{MemoryStore, Reservation, Window, WindowStore};
+//! use tower_retry_after::store::{MemoryStore, Reservation, Respects, Window, WindowStore};
 //! use tower_retry_after::{Gates, Key, RateLimitLayer};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -54,7 +55,7 @@
 //!     ..Window::default()
 //! };
 //! store.merge(&api, closed, None, now).await?;
-//! let answer = store.reserve(&api, true, now).await?;
+//! let answer = store.reserve(&api, Respects::ALL, now).await?;
 //! assert!(matches!(answer, Reservation::NotBefore { .. }));
 //! # Ok(())
 //! # }
@@ -67,7 +68,7 @@
 )]
 
 pub use crate::gate::{
-    MemoryStore, Reservation, StoreError, StoreFuture, Ticket, Window, WindowStore,
+    MemoryStore, Reservation, Respects, StoreError, StoreFuture, Ticket, Window, WindowStore,
 };
 #[cfg(feature = "redis")]
 pub use crate::redis::RedisStore;

@@ -35,6 +35,16 @@ async fn fleet(headers: Headers, store: Option<Arc<MemoryStore>>) -> Run {
 
 /// The same fleet against a limiter of shape `algorithm`.
 async fn fleet_on(algorithm: Algorithm, headers: Headers, store: Option<Arc<MemoryStore>>) -> Run {
+    fleet_of(RateLimitLayer::new(), algorithm, headers, store).await
+}
+
+/// The same fleet, each process's layer set as `layer` is.
+async fn fleet_of(
+    layer: RateLimitLayer,
+    algorithm: Algorithm,
+    headers: Headers,
+    store: Option<Arc<MemoryStore>>,
+) -> Run {
     let model = Model::Shaped {
         algorithm,
         limit: 20,
@@ -45,7 +55,7 @@ async fn fleet_on(algorithm: Algorithm, headers: Headers, store: Option<Arc<Memo
     let mut workers = Vec::new();
     for _ in 0..PROCESSES {
         let gates = store.clone().map_or_else(Gates::new, Gates::with_store);
-        let layer = RateLimitLayer::new().gates(gates);
+        let layer = layer.clone().gates(gates);
         for _ in 0..WORKERS {
             let service = layer.layer(limiter.clone());
             workers.push(tokio::spawn(async move {
@@ -142,6 +152,29 @@ async fn a_fleet_sharing_a_store_learns_the_limit_a_server_does_not_publish() {
         shared.took.as_secs_f64() <= 1.20 * physical.as_secs_f64(),
         "took {:?}",
         shared.took
+    );
+}
+
+/// A layer set not to learn limits is not paced by what its fleet learned either: sharing a
+/// store, its processes go until the server refuses them, window after window, as the layer's
+/// own gate lets them, where the defaults learn the window and meet it seldom.
+#[tokio::test(start_paused = true)]
+async fn a_fleet_whose_layers_do_not_learn_limits_is_not_paced_by_the_law() {
+    let run = |layer| {
+        let store = Some(Arc::new(MemoryStore::new()));
+        fleet_of(layer, Algorithm::FirstRequest, Headers::RetryAfter, store)
+    };
+    let learned = run(RateLimitLayer::new()).await;
+    let unlearned = run(RateLimitLayer::new().learn_limits(false)).await;
+    eprintln!(
+        "learned {} refused in {:?}, unlearned {} in {:?}",
+        learned.refused, learned.took, unlearned.refused, unlearned.took
+    );
+    assert!(
+        unlearned.refused > 10 * learned.refused.max(1),
+        "not learning: {} refused, learning: {}",
+        unlearned.refused,
+        learned.refused
     );
 }
 

@@ -11,7 +11,7 @@ use http::{Request, Response};
 use limiter::{Headers, Limiter, Model, retry_after};
 use tokio::time::Instant;
 use tower::{BoxError, Layer, Service, ServiceExt};
-use tower_retry_after::store::{MemoryStore, Reservation, Window, WindowStore};
+use tower_retry_after::store::{MemoryStore, Reservation, Respects, Window, WindowStore};
 use tower_retry_after::{Backoff, Gates, Key, RateLimitLayer, Throttled};
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -799,7 +799,7 @@ async fn a_shared_store_merges_quota_by_the_gates_rule() {
             store.merge(&key, report, None, now).await.unwrap();
         }
         loop {
-            match store.reserve(&key, true, now).await.unwrap() {
+            match store.reserve(&key, Respects::ALL, now).await.unwrap() {
                 Reservation::Granted(_) => continue,
                 Reservation::NotBefore { until, .. } => break until.duration_since(now).unwrap(),
             }
@@ -836,11 +836,11 @@ async fn a_shared_store_merges_quota_by_the_gates_rule() {
         .await
         .unwrap();
     for _ in 0..3 {
-        let granted = store.reserve(&key, true, now).await.unwrap();
+        let granted = store.reserve(&key, Respects::ALL, now).await.unwrap();
         assert!(matches!(granted, Reservation::Granted(_)));
     }
     assert!(matches!(
-        store.reserve(&key, true, now).await.unwrap(),
+        store.reserve(&key, Respects::ALL, now).await.unwrap(),
         Reservation::NotBefore { until, .. } if until == now + 9 * SECOND
     ));
 }

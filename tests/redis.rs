@@ -19,7 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 use tower::{BoxError, Layer, ServiceExt};
-use tower_retry_after::store::{RedisStore, Reservation, Window, WindowStore};
+use tower_retry_after::store::{RedisStore, Reservation, Respects, Window, WindowStore};
 use tower_retry_after::{Gates, Key, RateLimitLayer};
 
 const DEADLINE: Duration = Duration::from_millis(50);
@@ -187,8 +187,10 @@ async fn a_closure_one_process_merged_holds_another_and_is_never_brought_forward
     first.merge(&key, closed(20), None, now).await.unwrap();
     first.merge(&key, closed(2), None, now).await.unwrap();
     let asked = SystemTime::now();
-    let Reservation::NotBefore { until, window } =
-        second.reserve(&key, false, asked).await.unwrap()
+    let Reservation::NotBefore { until, window } = second
+        .reserve(&key, Respects::CLOSURES, asked)
+        .await
+        .unwrap()
     else {
         panic!("the second process was let through a closure");
     };
@@ -206,7 +208,8 @@ async fn processes_together_reserve_no_more_than_the_server_reported(target: &Ta
     let key = Key::named("api");
     let first = target.store("reserve");
     let now = SystemTime::now();
-    let Reservation::Granted(ticket) = first.reserve(&key, true, now).await.unwrap() else {
+    let Reservation::Granted(ticket) = first.reserve(&key, Respects::ALL, now).await.unwrap()
+    else {
         panic!("held on a new key");
     };
     let quota = Window {
@@ -219,7 +222,7 @@ async fn processes_together_reserve_no_more_than_the_server_reported(target: &Ta
     let mut asked = Vec::new();
     for process in &processes {
         for _ in 0..10 {
-            asked.push(process.reserve(&key, true, SystemTime::now()));
+            asked.push(process.reserve(&key, Respects::ALL, SystemTime::now()));
         }
     }
     let mut granted = 0;
@@ -233,7 +236,7 @@ async fn processes_together_reserve_no_more_than_the_server_reported(target: &Ta
         }
     }
     assert_eq!(granted, 5);
-    let unmetered = processes[0].reserve(&key, false, SystemTime::now());
+    let unmetered = processes[0].reserve(&key, Respects::CLOSURES, SystemTime::now());
     assert!(
         matches!(unmetered.await.unwrap(), Reservation::Granted(_)),
         "a call that does not respect the quota is held only by a closure"
@@ -248,7 +251,7 @@ async fn the_requests_still_out_count_as_spent_whatever_order_they_were_reserved
     let now = SystemTime::now();
     let mut tickets = Vec::new();
     for _ in 0..5 {
-        match store.reserve(&key, true, now).await.unwrap() {
+        match store.reserve(&key, Respects::ALL, now).await.unwrap() {
             Reservation::Granted(ticket) => tickets.push(ticket),
             held => panic!("held: {held:?}"),
         }
@@ -262,7 +265,7 @@ async fn the_requests_still_out_count_as_spent_whatever_order_they_were_reserved
         .merge(&key, quota(5), Some(tickets[4]), now)
         .await
         .unwrap();
-    let reserve = || store.reserve(&key, true, now);
+    let reserve = || store.reserve(&key, Respects::ALL, now);
     assert!(matches!(reserve().await.unwrap(), Reservation::Granted(_)));
     assert!(matches!(
         reserve().await.unwrap(),
@@ -292,7 +295,7 @@ async fn without_meters_the_fleet_learns_the_limit_its_refusals_show_and_keeps_t
     let now = SystemTime::now();
     let mut tickets = Vec::new();
     for process in [&first, &second, &first, &second, &first, &second] {
-        match process.reserve(&key, true, now).await.unwrap() {
+        match process.reserve(&key, Respects::ALL, now).await.unwrap() {
             Reservation::Granted(ticket) => tickets.push(ticket),
             held => panic!("held: {held:?}"),
         }
@@ -315,8 +318,10 @@ async fn without_meters_the_fleet_learns_the_limit_its_refusals_show_and_keeps_t
         .merge(&key, refused, Some(tickets[5]), now)
         .await
         .unwrap();
-    let Reservation::NotBefore { until, .. } =
-        first.reserve(&key, true, SystemTime::now()).await.unwrap()
+    let Reservation::NotBefore { until, .. } = first
+        .reserve(&key, Respects::ALL, SystemTime::now())
+        .await
+        .unwrap()
     else {
         panic!("let through a closure");
     };
@@ -338,7 +343,11 @@ async fn reserve_in_turn(
     let mut granted = 0;
     let mut held = None;
     for process in processes.into_iter().cycle().take(8) {
-        match process.reserve(key, true, SystemTime::now()).await.unwrap() {
+        match process
+            .reserve(key, Respects::ALL, SystemTime::now())
+            .await
+            .unwrap()
+        {
             Reservation::Granted(_) => granted += 1,
             Reservation::NotBefore { until, window } => held = Some((until, window)),
         }
@@ -358,7 +367,10 @@ async fn a_spent_window_with_no_whole_quota_given_restores_nothing(target: &Targ
     tokio::time::sleep(Duration::from_millis(100)).await;
     // Nothing to restore: the calls go, and the server's answers say what the window holds.
     for _ in 0..3 {
-        let granted = store.reserve(&key, true, SystemTime::now()).await.unwrap();
+        let granted = store
+            .reserve(&key, Respects::ALL, SystemTime::now())
+            .await
+            .unwrap();
         assert!(matches!(granted, Reservation::Granted(_)), "{granted:?}");
     }
 }
@@ -369,7 +381,7 @@ async fn an_answer_to_a_request_sent_without_a_reservation_takes_none_off_those_
     let store = target.store("unreserved");
     let key = Key::named("api");
     let now = SystemTime::now();
-    let reserve = || store.reserve(&key, true, now);
+    let reserve = || store.reserve(&key, Respects::ALL, now);
     assert!(matches!(reserve().await.unwrap(), Reservation::Granted(_)));
     // Another request went while the store was out; its answer quotes no ticket.
     let two_left = Window {
@@ -395,7 +407,10 @@ async fn every_key_expires_on_its_own_under_its_prefix(target: &Target) {
         .merge(&Key::named("closed"), closed, None, now)
         .await
         .unwrap();
-    let Reservation::Granted(ticket) = store.reserve(&Key::named("new"), true, now).await.unwrap()
+    let Reservation::Granted(ticket) = store
+        .reserve(&Key::named("new"), Respects::ALL, now)
+        .await
+        .unwrap()
     else {
         panic!("held on a new key");
     };
@@ -451,10 +466,14 @@ async fn the_redis_scripts_answer_as_the_in_memory_ledger_does(target: &Target) 
             // Reservations and answers about as often, so that few are out and each quota
             // figure shows in what the next reservations are granted.
             0..=3 => {
-                let metered = draw(4) > 0;
+                let respects = match draw(4) {
+                    0 => Respects::CLOSURES,
+                    1 => Respects::REPORTED,
+                    _ => Respects::ALL,
+                };
                 let mut answers = Vec::new();
                 for store in stores {
-                    answers.push(store.reserve(key, metered, now).await.unwrap());
+                    answers.push(store.reserve(key, respects, now).await.unwrap());
                 }
                 match (&answers[0], &answers[1]) {
                     (Reservation::Granted(a), Reservation::Granted(b)) => {
@@ -536,7 +555,7 @@ async fn a_limits_keys_are_touched_together_whatever_its_name(target: &Target) {
     keys.extend([origin.within("search"), origin, Key::credential("Bearer t")]);
     for key in &keys {
         let now = SystemTime::now();
-        let granted = store.reserve(key, true, now).await;
+        let granted = store.reserve(key, Respects::ALL, now).await;
         let Ok(Reservation::Granted(ticket)) = granted else {
             panic!("{key}: {granted:?}");
         };
@@ -546,7 +565,7 @@ async fn a_limits_keys_are_touched_together_whatever_its_name(target: &Target) {
         };
         let merged = store.merge(key, spent, Some(ticket), now).await;
         assert!(merged.is_ok(), "{key}: {merged:?}");
-        let held = store.reserve(key, true, SystemTime::now()).await;
+        let held = store.reserve(key, Respects::ALL, SystemTime::now()).await;
         assert!(
             matches!(held, Ok(Reservation::NotBefore { .. })),
             "{key}: {held:?}"
@@ -582,7 +601,10 @@ async fn a_store_whose_connections_are_killed_answers_again(target: &Target) {
     };
     let held_by_the_other = async |name| {
         let key = Key::named(name);
-        let held = other.reserve(&key, false, SystemTime::now()).await.unwrap();
+        let held = other
+            .reserve(&key, Respects::CLOSURES, SystemTime::now())
+            .await
+            .unwrap();
         assert!(
             matches!(held, Reservation::NotBefore { .. }),
             "{name}: {held:?}"

@@ -66,7 +66,7 @@ pub(crate) use store::Ledger;
 
 pub use snapshot::GateSnapshot;
 pub use store::MemoryStore;
-pub use store::{Reservation, StoreError, StoreFuture, Ticket, Window, WindowStore};
+pub use store::{Reservation, Respects, StoreError, StoreFuture, Ticket, Window, WindowStore};
 
 use crate::key::Key;
 use crate::settings::Settings;

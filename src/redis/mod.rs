@@ -29,7 +29,9 @@ use redis::Client;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::oneshot;
 
-use crate::gate::{Ledger, Reservation, StoreError, StoreFuture, Ticket, Window, WindowStore};
+use crate::gate::{
+    Ledger, Reservation, Respects, StoreError, StoreFuture, Ticket, Window, WindowStore,
+};
 use crate::key::Key;
 
 /// How long a key's hash outlives the last time it names, by default.
@@ -375,10 +377,10 @@ enum Script {
 
 /// A change a call asks of a key's ledger, and where its answer goes.
 enum Change {
-    /// Reserve a request (`metered`: for a call that respects the quota), asked at `asked`
-    /// when this process's clock read `now`.
+    /// Reserve a request for a call that `respects` what it does, asked at `asked` when this
+    /// process's clock read `now`.
     Reserve {
-        metered: bool,
+        respects: Respects,
         now: SystemTime,
         asked: Instant,
         answer: oneshot::Sender<Result<Reservation, StoreError>>,
@@ -396,7 +398,7 @@ impl Change {
     /// Applies the change to `ledger` at Redis's `redis_now`: the reservation it made, if any.
     fn apply(&self, ledger: &mut Ledger, redis_now: SystemTime) -> Option<Reservation> {
         match *self {
-            Change::Reserve { metered, .. } => Some(ledger.reserve(redis_now, metered)),
+            Change::Reserve { respects, .. } => Some(ledger.reserve(redis_now, respects)),
             Change::Merge {
                 window,
                 ticket,
@@ -467,7 +469,7 @@ impl Change {
 }
 
 impl WindowStore for RedisStore {
-    fn reserve(&self, key: &Key, metered: bool, now: SystemTime) -> StoreFuture<Reservation> {
+    fn reserve(&self, key: &Key, respects: Respects, now: SystemTime) -> StoreFuture<Reservation> {
         let (answer, answered) = oneshot::channel();
         let (store, key) = (self.clone(), key.clone());
         let asked = Instant::now();
@@ -475,7 +477,7 @@ impl WindowStore for RedisStore {
             store.ask(
                 &key,
                 Change::Reserve {
-                    metered,
+                    respects,
                     now,
                     asked,
                     answer,
@@ -585,7 +587,7 @@ mod tests {
     #[derive(Clone, Debug)]
     enum Event {
         Reserve {
-            metered: bool,
+            respects: Respects,
             after: u64,
         },
         /// The answer to the `nth` request out: accepted, refused until `closed` ms on, or
@@ -603,8 +605,14 @@ mod tests {
         let closed = proptest::option::weighted(0.3, 1..3_000u64);
         let meter = proptest::option::weighted(0.05, (0..5u64, 1..2_000u64));
         prop_oneof![
-            (proptest::bool::weighted(0.9), 0..400u64)
-                .prop_map(|(metered, after)| Event::Reserve { metered, after }),
+            (0..10u8, 0..400u64).prop_map(|(draw, after)| {
+                let respects = match draw {
+                    0 => Respects::CLOSURES,
+                    1 => Respects::REPORTED,
+                    _ => Respects::ALL,
+                };
+                Event::Reserve { respects, after }
+            }),
             (0..8usize, closed, meter, 0..400u64).prop_map(|(nth, closed, meter, after)| {
                 Event::Answer {
                     nth,
@@ -633,10 +641,10 @@ mod tests {
                     json => serde_json::from_str(json).unwrap(),
                 };
                 match event {
-                    Event::Reserve { metered, after } => {
+                    Event::Reserve { respects, after } => {
                         now += Duration::from_millis(after);
-                        let reservation = kept.reserve(now, metered);
-                        proptest::prop_assert_eq!(read.reserve(now, metered), reservation);
+                        let reservation = kept.reserve(now, respects);
+                        proptest::prop_assert_eq!(read.reserve(now, respects), reservation);
                         if let Reservation::Granted(ticket) = reservation {
                             out.push(ticket);
                         }

@@ -27,6 +27,7 @@ use crate::gate::key::terms::Terms;
 use crate::gate::key::tokens::TokenMeters;
 use crate::gate::registry::Table;
 use crate::gate::routes::Known;
+use crate::gate::store::Respects;
 use crate::key::Key;
 use crate::settings::Settings;
 use crate::throttled::{HeldBy, Throttled};
@@ -212,7 +213,8 @@ impl Call {
         let registry = &self.gates.registry;
         let shared = registry.shared.as_ref()?;
         let now = registry.clocks().wall(Instant::now());
-        shared.reserve(&self.key, self.terms.metered, now)
+        let respects = Respects::new(self.terms.metered, self.terms.learned);
+        shared.reserve(&self.key, respects, now)
     }
 
     /// The store's `answer` for the request let through with `pass`: it goes

@@ -258,7 +258,7 @@ mod tests {
     use super::*;
     use crate::gate::call::Entered;
     use crate::gate::rules::quota::Quota;
-    use crate::gate::store::{Reservation, StoreFuture, Ticket, Window, WindowStore};
+    use crate::gate::store::{Reservation, Respects, StoreFuture, Ticket, Window, WindowStore};
     use crate::settings::Settings;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::SystemTime;
@@ -363,7 +363,7 @@ mod tests {
     struct Told(Arc<[AtomicUsize; 2]>);
 
     impl WindowStore for Told {
-        fn reserve(&self, _: &Key, _: bool, _: SystemTime) -> StoreFuture<Reservation> {
+        fn reserve(&self, _: &Key, _: Respects, _: SystemTime) -> StoreFuture<Reservation> {
             Box::pin(std::future::pending())
         }
 

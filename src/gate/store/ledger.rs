@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use super::{Reservation, Ticket, Window};
+use super::{Reservation, Respects, Ticket, Window};
 use crate::gate::rules::closure::Closure;
 use crate::gate::rules::learn::{Learn, Tag};
 use crate::gate::rules::quota::Quota;
@@ -111,12 +111,12 @@ impl Ledger {
     }
 
     /// Reserves one request for a call about to go at `now`. A closure holds every call; a
-    /// window with nothing left to reserve holds a call that respects the quota (`metered`)
-    /// until its reset, and, where the server publishes none, the learned law holds it as it
-    /// holds a process's own calls. A spent window whose reset has passed restores the whole
+    /// window with nothing left to reserve holds a call that respects the quota until its
+    /// reset, and, where the server publishes none, the learned law holds one that respects
+    /// it as it holds a process's own calls. A spent window whose reset has passed restores the whole
     /// quota, where the server gave it, so that the processes together send no more than it
     /// at the reset.
-    pub(crate) fn reserve(&mut self, now: SystemTime, metered: bool) -> Reservation {
+    pub(crate) fn reserve(&mut self, now: SystemTime, respects: Respects) -> Reservation {
         if let Some(until) = self.closure.in_force(now) {
             return Reservation::NotBefore {
                 until,
@@ -126,7 +126,7 @@ impl Ledger {
         self.out.retain(|_, reserved| reserved.until > now);
         self.restore(now);
         if let Some(quota) = self.available(now) {
-            if metered && quota.is_spent() {
+            if respects.quota() && quota.is_spent() {
                 let until = if self.reported.is_restored() {
                     now.later(LOOK_AGAIN)
                 } else {
@@ -138,7 +138,7 @@ impl Ledger {
                 };
             }
         }
-        let learned = metered && self.reported.quota(now).is_none();
+        let learned = respects.learned() && self.reported.quota(now).is_none();
         let paced = self.learn.next(now, self.out(), HUNG).filter(|_| learned);
         // A process's call is not woken by another's answer, as a gate's queue is: one held
         // while requests are out looks again when their answers may have come.
@@ -219,14 +219,14 @@ mod tests {
     }
 
     fn granted(ledger: &mut Ledger, now: SystemTime) -> Ticket {
-        match ledger.reserve(now, true) {
+        match ledger.reserve(now, Respects::ALL) {
             Reservation::Granted(ticket) => ticket,
             held => panic!("held: {held:?}"),
         }
     }
 
-    fn held_until(ledger: &mut Ledger, now: SystemTime, metered: bool) -> Option<SystemTime> {
-        match ledger.reserve(now, metered) {
+    fn held_until(ledger: &mut Ledger, now: SystemTime, respects: Respects) -> Option<SystemTime> {
+        match ledger.reserve(now, respects) {
             Reservation::Granted(_) => None,
             Reservation::NotBefore { until, .. } => Some(until),
         }
@@ -241,9 +241,12 @@ mod tests {
         for _ in 0..3 {
             granted(&mut ledger, now);
         }
-        assert_eq!(held_until(&mut ledger, now, true), Some(now + SECOND));
         assert_eq!(
-            held_until(&mut ledger, now, false),
+            held_until(&mut ledger, now, Respects::ALL),
+            Some(now + SECOND)
+        );
+        assert_eq!(
+            held_until(&mut ledger, now, Respects::CLOSURES),
             None,
             "a call that does not respect the quota is held only by a closure"
         );
@@ -258,7 +261,7 @@ mod tests {
         ledger.merge(quota(5, now + SECOND, None), Some(tickets[4]), now);
         assert_eq!(ledger.window(now).quota, Some((1, now + SECOND)));
         granted(&mut ledger, now);
-        assert!(held_until(&mut ledger, now, true).is_some());
+        assert!(held_until(&mut ledger, now, Respects::ALL).is_some());
         // Their answers come: each one out less, and the lowest count stands.
         for ticket in &tickets[..4] {
             ledger.merge(quota(4, now + SECOND, None), Some(*ticket), now);
@@ -273,12 +276,12 @@ mod tests {
         granted(&mut ledger, now);
         ledger.merge(quota(1, now + 2 * OUT_AT_MOST, None), None, now);
         assert!(
-            held_until(&mut ledger, now, true).is_some(),
+            held_until(&mut ledger, now, Respects::ALL).is_some(),
             "the one left is out"
         );
         assert!(ledger.is_current(now));
         let later = now + OUT_AT_MOST;
-        assert_eq!(held_until(&mut ledger, later, true), None);
+        assert_eq!(held_until(&mut ledger, later, Respects::ALL), None);
     }
 
     #[test]
@@ -302,7 +305,7 @@ mod tests {
         for _ in 0..20 {
             granted(&mut ledger, reset);
         }
-        assert!(held_until(&mut ledger, reset, true).is_some());
+        assert!(held_until(&mut ledger, reset, Respects::ALL).is_some());
     }
 
     #[test]
@@ -330,10 +333,13 @@ mod tests {
         ledger.merge(closed(now + 10 * SECOND), None, now);
         ledger.merge(closed(now + 2 * SECOND), None, now);
         assert_eq!(
-            held_until(&mut ledger, now + 5 * SECOND, false),
+            held_until(&mut ledger, now + 5 * SECOND, Respects::CLOSURES),
             Some(now + 10 * SECOND)
         );
-        assert_eq!(held_until(&mut ledger, now + 10 * SECOND, false), None);
+        assert_eq!(
+            held_until(&mut ledger, now + 10 * SECOND, Respects::CLOSURES),
+            None
+        );
     }
 
     #[test]
@@ -345,7 +351,7 @@ mod tests {
         let reset = now + SECOND;
         let tickets: Vec<_> = (0..3).map(|_| granted(&mut ledger, reset)).collect();
         assert_eq!(
-            held_until(&mut ledger, reset, true),
+            held_until(&mut ledger, reset, Respects::ALL),
             Some(reset + LOOK_AGAIN),
             "the restored quota is all out: ask again when its answers are in"
         );
@@ -353,7 +359,10 @@ mod tests {
         // requests still out.
         ledger.merge(quota(2, reset + SECOND, Some(3)), Some(tickets[2]), reset);
         assert_eq!(ledger.window(reset).quota, Some((0, reset + SECOND)));
-        assert_eq!(held_until(&mut ledger, reset, true), Some(reset + SECOND));
+        assert_eq!(
+            held_until(&mut ledger, reset, Respects::ALL),
+            Some(reset + SECOND)
+        );
     }
 
     #[test]
@@ -361,7 +370,7 @@ mod tests {
         let now = SystemTime::now();
         let mut ledger = Ledger::default();
         ledger.merge(quota(0, now + SECOND, None), None, now);
-        assert!(held_until(&mut ledger, now, true).is_some());
+        assert!(held_until(&mut ledger, now, Respects::ALL).is_some());
         let later = now + SECOND;
         let tickets = [granted(&mut ledger, later), granted(&mut ledger, later)];
         assert!(ledger.is_current(later), "two requests out");
@@ -408,7 +417,7 @@ mod tests {
         learned_five(&mut ledger, now);
         let open = now + SECOND;
         assert!(matches!(
-            ledger.reserve(now + 500 * MS, true),
+            ledger.reserve(now + 500 * MS, Respects::ALL),
             Reservation::NotBefore { until, .. } if until == open
         ));
         // At the reset the five the window accepted go at once, in any process; the sixth is
@@ -416,8 +425,13 @@ mod tests {
         for _ in 0..5 {
             granted(&mut ledger, open);
         }
-        assert!(held_until(&mut ledger, open, true).is_some());
-        assert_eq!(held_until(&mut ledger, open, false), None);
+        assert!(held_until(&mut ledger, open, Respects::ALL).is_some());
+        assert_eq!(held_until(&mut ledger, open, Respects::CLOSURES), None);
+        assert_eq!(
+            held_until(&mut ledger, open, Respects::REPORTED),
+            None,
+            "a call that does not learn limits is not held by what the fleet learned"
+        );
     }
 
     #[test]
@@ -432,7 +446,7 @@ mod tests {
             ledger.merge(Window::default(), Some(ticket), heard);
         }
         // No answer is awaited that could free it sooner.
-        let until = held_until(&mut ledger, heard, true).expect("held by the law");
+        let until = held_until(&mut ledger, heard, Respects::ALL).expect("held by the law");
         assert!(
             until > heard + LOOK_AGAIN,
             "{:?}",
@@ -547,7 +561,7 @@ mod tests {
         let tickets = [granted(&mut ledger, reset), granted(&mut ledger, reset)];
         // The restored quota is a guess: a gate that took it would hold its calls for a
         // whole window where the store has them look again in a moment.
-        let Reservation::NotBefore { window, .. } = ledger.reserve(reset, true) else {
+        let Reservation::NotBefore { window, .. } = ledger.reserve(reset, Respects::ALL) else {
             panic!("granted past the restored quota");
         };
         assert_eq!(window.quota, None);
@@ -566,7 +580,7 @@ mod tests {
         let now = SystemTime::now();
         let mut ledger = Ledger::default();
         ledger.merge(quota(0, now + SECOND, Some(0)), None, now);
-        assert_eq!(held_until(&mut ledger, now + SECOND, true), None);
+        assert_eq!(held_until(&mut ledger, now + SECOND, Respects::ALL), None);
     }
 
     #[test]
@@ -575,6 +589,9 @@ mod tests {
         let mut ledger = Ledger::default();
         let ticket = granted(&mut ledger, end);
         ledger.merge(quota(0, end, Some(3)), Some(ticket), end - SECOND);
-        assert!(matches!(ledger.reserve(end, true), Reservation::Granted(_)));
+        assert!(matches!(
+            ledger.reserve(end, Respects::ALL),
+            Reservation::Granted(_)
+        ));
     }
 }

@@ -6,7 +6,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
 use super::ledger::Ledger;
-use super::{Reservation, StoreFuture, Ticket, Window, WindowStore};
+use super::{Reservation, Respects, StoreFuture, Ticket, Window, WindowStore};
 use crate::key::Key;
 
 /// A [`WindowStore`] in this process's memory, bounded like the gates: it keeps at most its
@@ -17,13 +17,13 @@ use crate::key::Key;
 /// ```
 /// use std::time::SystemTime;
 /// use tower_retry_after::Key;
-/// use tower_retry_after::store::{MemoryStore, Reservation, WindowStore};
+/// use tower_retry_after::store::{MemoryStore, Reservation, Respects, WindowStore};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// let store = MemoryStore::new();
 /// let api = Key::named("api");
-/// let granted = store.reserve(&api, true, SystemTime::now()).await.unwrap();
+/// let granted = store.reserve(&api, Respects::ALL, SystemTime::now()).await.unwrap();
 /// assert!(matches!(granted, Reservation::Granted(_)));
 /// # }
 /// ```
@@ -73,9 +73,9 @@ impl MemoryStore {
 }
 
 impl WindowStore for MemoryStore {
-    fn reserve(&self, key: &Key, metered: bool, now: SystemTime) -> StoreFuture<Reservation> {
+    fn reserve(&self, key: &Key, respects: Respects, now: SystemTime) -> StoreFuture<Reservation> {
         let reservation = self
-            .with_ledger(key, now, |ledger| ledger.reserve(now, metered))
+            .with_ledger(key, now, |ledger| ledger.reserve(now, respects))
             // A full store reserves nothing and holds nothing back: the process's own gate
             // still does.
             .unwrap_or(Reservation::Granted(Ticket::new(0)));
@@ -103,7 +103,7 @@ mod tests {
 
     async fn reserve(store: &MemoryStore, name: &str) -> Reservation {
         store
-            .reserve(&Key::named(name), true, SystemTime::now())
+            .reserve(&Key::named(name), Respects::ALL, SystemTime::now())
             .await
             .unwrap()
     }
@@ -185,16 +185,16 @@ mod tests {
         store.merge(&api, spent_of_two, None, now).await.unwrap();
         // Another key comes after the reset, before any call on the first.
         store
-            .reserve(&Key::named("other"), true, reset)
+            .reserve(&Key::named("other"), Respects::ALL, reset)
             .await
             .unwrap();
         for _ in 0..2 {
-            let granted = store.reserve(&api, true, reset).await.unwrap();
+            let granted = store.reserve(&api, Respects::ALL, reset).await.unwrap();
             assert!(matches!(granted, Reservation::Granted(_)));
         }
         assert!(
             matches!(
-                store.reserve(&api, true, reset).await.unwrap(),
+                store.reserve(&api, Respects::ALL, reset).await.unwrap(),
                 Reservation::NotBefore { .. }
             ),
             "the whole quota restored, and no more"

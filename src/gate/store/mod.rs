@@ -133,6 +133,59 @@ impl Ticket {
     }
 }
 
+/// What may hold a call about to be sent, besides the server's closures, as its layer was
+/// set: the quota and pace the server reported (`respect_remaining`), and the pace learned
+/// where the server reports none (`learn_limits`, which only a call that respects the quota
+/// does).
+///
+/// # Example
+///
+/// ```
+/// use tower_retry_after::store::Respects;
+///
+/// assert!(Respects::ALL.quota() && Respects::ALL.learned());
+/// assert!(Respects::REPORTED.quota() && !Respects::REPORTED.learned());
+/// assert!(!Respects::CLOSURES.quota() && !Respects::CLOSURES.learned());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Respects {
+    quota: bool,
+    learned: bool,
+}
+
+impl Respects {
+    /// The reported quota and pace, and the pace learned: the layer's defaults.
+    pub const ALL: Respects = Respects {
+        quota: true,
+        learned: true,
+    };
+    /// The reported quota and pace alone (`learn_limits(false)`).
+    pub const REPORTED: Respects = Respects {
+        quota: true,
+        learned: false,
+    };
+    /// Only the server's closures (`respect_remaining(false)`).
+    pub const CLOSURES: Respects = Respects {
+        quota: false,
+        learned: false,
+    };
+
+    /// What a call's terms respect (they learn only where they respect the quota).
+    pub(crate) fn new(quota: bool, learned: bool) -> Self {
+        Respects { quota, learned }
+    }
+
+    /// Whether the call is held by the quota and pace the server reported.
+    pub fn quota(self) -> bool {
+        self.quota
+    }
+
+    /// Whether the call is held by the pace learned where the server reports none.
+    pub fn learned(self) -> bool {
+        self.learned
+    }
+}
+
 /// What a store answers a call about to be sent.
 ///
 /// # Example
@@ -225,9 +278,9 @@ pub type StoreFuture<T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + S
 /// ```
 pub trait WindowStore: Send + Sync + 'static {
     /// Reserves one request of `key`'s window at `now` (the asking process's clock): granted
-    /// unless the key is closed or, for a call that respects the quota (`metered`), nothing of
-    /// the window is left to reserve.
-    fn reserve(&self, key: &Key, metered: bool, now: SystemTime) -> StoreFuture<Reservation>;
+    /// unless the key is closed or, as far as the call `respects` them, nothing of the
+    /// window is left to reserve or the pace the fleet learned holds it.
+    fn reserve(&self, key: &Key, respects: Respects, now: SystemTime) -> StoreFuture<Reservation>;
 
     /// Folds `window`, what the answer to a request reserved with `ticket` said at `now`, into
     /// what is known about `key`: the later closure stands; within a window the lower count.
@@ -241,8 +294,8 @@ pub trait WindowStore: Send + Sync + 'static {
 }
 
 impl<S: WindowStore + ?Sized> WindowStore for std::sync::Arc<S> {
-    fn reserve(&self, key: &Key, metered: bool, now: SystemTime) -> StoreFuture<Reservation> {
-        (**self).reserve(key, metered, now)
+    fn reserve(&self, key: &Key, respects: Respects, now: SystemTime) -> StoreFuture<Reservation> {
+        (**self).reserve(key, respects, now)
     }
 
     fn merge(

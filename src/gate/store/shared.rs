@@ -15,7 +15,7 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 use tokio::time::{Instant, Timeout, timeout};
 
-use super::{Reservation, StoreError, Ticket, Window, WindowStore};
+use super::{Reservation, Respects, StoreError, Ticket, Window, WindowStore};
 use crate::key::Key;
 
 /// How long a call waits for the store by default: a store on the same network answers within
@@ -49,12 +49,17 @@ impl Shared {
 
     /// Asks for a reservation for a request on `key` about to go at `now`; `None` when the
     /// store is not asked (it is out, or there is no runtime to ask it from).
-    pub(crate) fn reserve(&self, key: &Key, metered: bool, now: SystemTime) -> Option<Reserving> {
+    pub(crate) fn reserve(
+        &self,
+        key: &Key,
+        respects: Respects,
+        now: SystemTime,
+    ) -> Option<Reserving> {
         let runtime = Handle::try_current().ok()?;
         if !self.outage.may_ask(Instant::now()) {
             return None;
         }
-        let asked = self.store.reserve(key, metered, now);
+        let asked = self.store.reserve(key, respects, now);
         let (store, key, outage) = (self.store.clone(), key.clone(), self.outage.clone());
         let (answer, waiting) = oneshot::channel();
         runtime.spawn(async move {
@@ -194,7 +199,7 @@ mod tests {
     struct Silent(AtomicUsize);
 
     impl WindowStore for Silent {
-        fn reserve(&self, _: &Key, _: bool, _: SystemTime) -> StoreFuture<Reservation> {
+        fn reserve(&self, _: &Key, _: Respects, _: SystemTime) -> StoreFuture<Reservation> {
             self.0.fetch_add(1, Ordering::Relaxed);
             Box::pin(std::future::pending())
         }
@@ -225,7 +230,7 @@ mod tests {
     }
 
     fn ask(shared: &Shared) -> Option<Reserving> {
-        shared.reserve(&Key::named("api"), true, SystemTime::now())
+        shared.reserve(&Key::named("api"), Respects::ALL, SystemTime::now())
     }
 
     #[tokio::test(start_paused = true)]
@@ -294,7 +299,7 @@ mod tests {
         tokio::task::yield_now().await;
         tokio::task::yield_now().await;
         for _ in 0..2 {
-            let granted = store.reserve(&key, true, now).await.unwrap();
+            let granted = store.reserve(&key, Respects::ALL, now).await.unwrap();
             assert!(
                 matches!(granted, Reservation::Granted(_)),
                 "both still left"
