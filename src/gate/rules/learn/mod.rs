@@ -236,6 +236,7 @@ impl<T: Moment> Learn<T> {
             // over by then, and this request is the first the next one counted.
             known.period = Some(sent.since(began).max(TICK));
             round.out = round.out.saturating_sub(1);
+            round.sent = round.sent.saturating_sub(1);
             self.end_round(sent, true);
             return self.round.opened_by(sent);
         }

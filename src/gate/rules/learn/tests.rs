@@ -777,3 +777,29 @@ fn each_round_judged_is_handed_out_once_with_what_it_left_the_key_at() {
         (0.0, Some(first.rate.value), 1, false)
     );
 }
+
+#[test]
+fn the_request_that_opens_a_window_after_a_refusal_without_an_instruction_is_the_next_rounds() {
+    let mut law = Learn::default();
+    let now = start();
+    let tags: Vec<_> = (0..6).map(|out| go(&mut law, now, out)).collect();
+    let heard = now + 20 * MS;
+    for tag in &tags[..5] {
+        law.accepted(*tag, now, heard);
+    }
+    law.refused(tags[5], heard, None, None);
+    assert_eq!(
+        law.take_judged(),
+        None,
+        "judged once the window's end shows"
+    );
+    let opener = law.sent(now + 600 * MS, 0);
+    law.accepted(opener, now + 600 * MS, now + 620 * MS);
+    let ended = law.take_judged().expect("the refused round judged");
+    assert_eq!((ended.round, ended.sent, ended.accepted), (0, 6, 5));
+    assert_eq!(ended.period, Some(600 * MS));
+    assert_eq!(
+        law.round.sent, 1,
+        "the opener counts in the round it opened"
+    );
+}
