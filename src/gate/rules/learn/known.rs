@@ -17,6 +17,9 @@ pub(super) struct Known<T> {
     pub(super) rate: Search<T>,
     /// A rate beyond the burst was accepted: a refusal beyond it then cuts it, not zeroes it.
     pub(super) rate_proven: bool,
+    /// The rate was cut, and no round went unrefused since: a refusal now is the cut's debt.
+    #[cfg_attr(feature = "redis", serde(default))]
+    pub(super) rate_owing: bool,
     /// `None` until a refusal without an instruction is followed by an acceptance.
     pub(super) period: Option<Duration>,
     /// The server named a reset: the period is its, not a guess to probe.
@@ -33,6 +36,7 @@ impl<T: Moment> Known<T> {
             burst: Search::new(accepted.max(1) as f64, 1.0),
             rate: Search::new(0.0, 0.0),
             rate_proven: false,
+            rate_owing: false,
             period: None,
             named: false,
             floor: Duration::ZERO,
@@ -118,7 +122,12 @@ fn judge<T: Moment>(known: &mut Known<T>, round: &Round<T>, now: T) {
         } else {
             0.0
         };
-        rate.refused(rate.value, to, cost, now);
+        if known.rate_owing {
+            rate.cut_again(to, cost, now);
+        } else {
+            rate.refused(rate.value, to, cost, now);
+        }
+        known.rate_owing = true;
     } else if rate.trying && round.rate_tried && round.refused.is_none() {
         rate.keep();
     }
@@ -134,6 +143,7 @@ fn judge<T: Moment>(known: &mut Known<T>, round: &Round<T>, now: T) {
     if round.refused.is_some() {
         return;
     }
+    known.rate_owing = false;
     if held.token {
         if rate.may_raise(now, period) {
             rate.raise();

@@ -14,7 +14,11 @@
 //!    only that raise let it go: the burst to what of it was accepted (counted, as answers
 //!    come back in any order, and by half at most in one round), the rate by [`BETA`] (to
 //!    zero if none beyond the burst was ever accepted: a window its burst spent), the most
-//!    out to one less than were out.
+//!    out to one less than were out. A rate tried from zero is refused as such, however
+//!    many were out: its question is whether the server keeps windows. A rate refused again
+//!    before a round went unrefused since its last cut is that cut's debt (what the
+//!    overshoot drained or counted lands on the requests after it): it is cut again, and
+//!    the search learns nothing from it (3).
 //! 2. **A round that held calls back unrefused raises what held them**: the rate where they
 //!    waited for its tokens, the burst where they waited for requests out or for a window's
 //!    reset. While no burst was refused since it was last above its value, the burst climbs:
@@ -23,11 +27,11 @@
 //!    right after the burst, where a refusal costs least): it asks what no burst can, whether
 //!    the server keeps windows at all.
 //! 3. **Raises search like BIC**: halfway to the least value refused; beyond it by a step
-//!    that doubles while kept. Every refusal halves the step (a raise undone and a value
-//!    lowered alike), and the next raise beyond the least refused waits at least a period,
-//!    and until the step has repaid what the refusal cost, twice over for each raise undone
-//!    in a row (step × waited ≥ 2ⁿ × value × cost); the cost is how much later than planned
-//!    the key could send again.
+//!    that doubles while kept. Every refusal the search learns from halves the step and
+//!    sets the least value refused (a raise undone and a value lowered alike), and the next
+//!    raise beyond the least refused waits at least a period, and until the step has repaid
+//!    what the refusal cost, twice over for each raise undone in a row (step × waited ≥ 2ⁿ ×
+//!    value × cost); the cost is how much later than planned the key could send again.
 //! 4. **The period is measured never early**: from a round's first send to the end of the
 //!    earliest instruction its refusals carried (each bounds the same reset), or to the send
 //!    of the first request accepted after a refusal without one (which the next round counts
@@ -37,8 +41,8 @@
 //!
 //! Before the first refusal that follows an acceptance nothing binds (the gate's slow start
 //! and probes ramp the cold key up); it makes what the key accepted the burst and tries the
-//! rate as in 2. Until the rate is
-//! refused, a round under a rate lasts two bursts' worth of sends (a slow start).
+//! rate as in 2. Until the rate is refused, a round under a rate lasts two bursts' worth of
+//! sends (a slow start).
 
 mod known;
 mod round;
@@ -217,7 +221,10 @@ impl<T: Moment> Learn<T> {
         };
         round.burst_tried |= tag.trial == Some(Quantity::Burst);
         round.rate_tried |= tag.trial == Some(Quantity::Rate);
-        tag.crowded = !tag.burst && kept_burst > 1 && out + 1 >= kept_burst;
+        // A rate tried from zero asks whether the server keeps windows: a refusal answers
+        // that, however many were out.
+        let from_zero = tag.trial == Some(Quantity::Rate) && known.rate.kept <= 0.0;
+        tag.crowded = !tag.burst && !from_zero && kept_burst > 1 && out + 1 >= kept_burst;
         tag
     }
 

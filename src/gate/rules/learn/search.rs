@@ -128,8 +128,20 @@ impl<T: Moment> Search<T> {
             self.max = Some(self.max.map_or(refused, |max| max.min(refused)));
         }
         self.undone = if undo { self.undone + 1 } else { self.undone };
-        (self.value, self.kept, self.trying) = (value, value, false);
         self.step = (self.step / 2.0).max(self.least);
+        self.lower(value, cost, now);
+    }
+
+    /// Refused again before anything was accepted unrefused since the last cut: that cut's
+    /// debt (what the overshoot drained, or counted, lands on the requests after it). The
+    /// value falls to `to`, by half at most; the least value refused stays where the cut set
+    /// it, as the server refused nothing new.
+    pub(super) fn cut_again(&mut self, to: f64, cost: f64, now: T) {
+        self.lower(to.max(self.kept / 2.0), cost, now);
+    }
+
+    fn lower(&mut self, value: f64, cost: f64, now: T) {
+        (self.value, self.kept, self.trying) = (value, value, false);
         (self.lowered, self.cost) = (Some(now), cost);
     }
 }
@@ -171,6 +183,18 @@ mod tests {
         let mut near = search(20.0);
         near.refused(21.0, 18.0, 0.0, now);
         assert_eq!((near.value, near.max), (18.0, Some(20.0)));
+    }
+
+    #[test]
+    fn a_cut_again_lowers_by_half_at_most_and_keeps_what_the_search_learned() {
+        let now = SystemTime::UNIX_EPOCH;
+        let mut rate = search(16.0);
+        rate.refused(16.0, 12.0, 1.0, now);
+        let (max, step) = (rate.max, rate.step);
+        rate.cut_again(0.0, 2.0, now + SECOND);
+        assert_eq!((rate.value, rate.kept, rate.trying), (6.0, 6.0, false));
+        assert_eq!((rate.max, rate.step, rate.undone), (max, step, 0));
+        assert_eq!((rate.lowered, rate.cost), (Some(now + SECOND), 2.0));
     }
 
     #[test]

@@ -632,6 +632,67 @@ fn a_rate_is_proven_once_a_request_it_paced_was_accepted_and_stays_proven() {
 }
 
 #[test]
+fn a_rate_refused_again_before_a_round_went_unrefused_is_cut_again_and_teaches_nothing() {
+    let mut known = Known::new(5);
+    known.rate = super::search::Search::new(10.0, 0.0);
+    known.rate_proven = true;
+    let paced_refused = |at: u32| {
+        let mut round = round_of(5);
+        round.paced_accepted = 3;
+        (round.refused, round.paced_refused) = (Some(None), true);
+        (round, start() + at * SECOND)
+    };
+    let (round, at) = paced_refused(1);
+    known.judge(&round, at);
+    let first = known.rate;
+    assert_eq!((first.value, first.max), (10.0 * BETA, Some(10.0)));
+    // The next round refused too, before any went unrefused: the cut's debt.
+    let (round, at) = paced_refused(2);
+    known.judge(&round, at);
+    assert_eq!(known.rate.value, 10.0 * BETA * BETA);
+    assert_eq!(
+        (known.rate.max, known.rate.step),
+        (first.max, first.step),
+        "the least rate refused and the step where the cut left them"
+    );
+    assert_eq!(known.rate.lowered, Some(at), "its cost repaid from now");
+    // A round unrefused pays the debt: the next refusal is the server's again.
+    known.judge(&round_of(5), start() + 3 * SECOND);
+    let (round, at) = paced_refused(4);
+    let kept = known.rate.value;
+    known.judge(&round, at);
+    assert_eq!(known.rate.max, Some(kept));
+    assert!(known.rate.step < first.step);
+}
+
+#[test]
+fn a_refused_trial_of_a_rate_from_zero_is_that_trials_however_many_were_out() {
+    let (mut law, reset) = on_trial(None, Some((0.0, 8.0)));
+    let burst: Vec<_> = (0..5).map(|out| go(&mut law, reset, out)).collect();
+    // Right after the burst, with the whole of it out.
+    let trial = law.sent(reset + 10 * MS, 5);
+    assert_eq!(trial.trial, Some(Quantity::Rate));
+    assert!(!trial.crowded);
+    let heard = reset + 150 * MS;
+    for tag in &burst {
+        law.accepted(*tag, reset, heard);
+    }
+    law.refused(trial, heard, None, None);
+    law.next(reset + 10 * SECOND, 0, PATIENCE);
+    let known = law.known.expect("learned");
+    assert_eq!(
+        (known.rate.value, known.rate.undone, known.rate.max),
+        (0.0, 1, Some(8.0)),
+        "the rate from zero undone, and waits to be tried again"
+    );
+    assert_eq!(
+        (known.burst(), known.burst.max),
+        (5, None),
+        "the burst untouched"
+    );
+}
+
+#[test]
 fn a_key_keeps_windows_while_its_rate_gives_less_than_a_burst_a_period() {
     let keeps = |rate: f64| {
         let mut known = Known::<SystemTime>::new(5);
