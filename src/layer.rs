@@ -317,7 +317,9 @@ impl<P> RateLimitLayer<P> {
     ///
     /// Applies only where [`respect_remaining`](Self::respect_remaining) is on. Off, the
     /// layer's calls are paced by nothing learned, their gate's or, where gates share a store,
-    /// their fleet's; what they meet is still learned from, for the calls that do learn.
+    /// their fleet's; what they meet is still learned from, for the calls that do learn: the
+    /// server counts them too, so in a fleet where some processes learn and some do not, the
+    /// refusals of those that do not slow those that do.
     ///
     /// ```
     /// use tower_retry_after::RateLimitLayer;

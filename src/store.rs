@@ -21,9 +21,8 @@
 //!   questions: [`reserve`](WindowStore::reserve) one request before it is sent, and
 //!   [`merge`](WindowStore::merge) what an answer said. [`Respects`], [`Window`],
 //!   [`Reservation`], [`Ticket`], [`StoreError`] and [`StoreFuture`] are the words it is
-//!   asked and answers in. Times are
-//!   wall-clock ([`SystemTime`](std::time::SystemTime)) so that they mean the same in every
-//!   process; no monotonic instant crosses this interface.
+//!   asked and answers in. Times are wall-clock ([`SystemTime`](std::time::SystemTime)) so
+//!   that they mean the same in every process; no monotonic instant crosses this interface.
 //!
 //! A store that does not answer never fails a call: the gates wait for it at most their
 //! deadline (50 ms; [`Gates::with_store_deadline`](crate::Gates::with_store_deadline)) and go

@@ -47,7 +47,8 @@
 //!   counting every process's requests out, and holds each reservation by it; a process's own
 //!   gate leaves that pace to the store. Dropped as soon as a meter speaks. A call the law
 //!   holds while requests are out asks again after 50 ms, as no other process's answer wakes
-//!   it.
+//!   it. A layer set not to learn limits (`learn_limits(false)`) is not held by it; its
+//!   requests are still counted, as the server counts them.
 //! - `MemoryStore` is the same interface in one process (several `Gates` sharing it); without a
 //!   store, nothing of this runs and a call costs what it did. The [`store`](crate::store)
 //!   module has the interface, for a store of your own.

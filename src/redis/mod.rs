@@ -377,7 +377,7 @@ enum Script {
 
 /// A change a call asks of a key's ledger, and where its answer goes.
 enum Change {
-    /// Reserve a request for a call that `respects` what it does, asked at `asked` when this
+    /// Reserve a request for a call held by what it `respects`, asked at `asked` when this
     /// process's clock read `now`.
     Reserve {
         respects: Respects,

@@ -112,10 +112,10 @@ impl Ledger {
 
     /// Reserves one request for a call about to go at `now`. A closure holds every call; a
     /// window with nothing left to reserve holds a call that respects the quota until its
-    /// reset, and, where the server publishes none, the learned law holds one that respects
-    /// it as it holds a process's own calls. A spent window whose reset has passed restores the whole
-    /// quota, where the server gave it, so that the processes together send no more than it
-    /// at the reset.
+    /// reset, and, where the server publishes none, the learned law holds a call that
+    /// respects what it learned as it holds a process's own calls. A spent window whose reset
+    /// has passed restores the whole quota, where the server gave it, so that the processes
+    /// together send no more than it at the reset.
     pub(crate) fn reserve(&mut self, now: SystemTime, respects: Respects) -> Reservation {
         if let Some(until) = self.closure.in_force(now) {
             return Reservation::NotBefore {
@@ -138,8 +138,13 @@ impl Ledger {
                 };
             }
         }
+        // Only a call the law paces asks it: asking marks what held the round back.
         let learned = respects.learned() && self.reported.quota(now).is_none();
-        let paced = self.learn.next(now, self.out(), HUNG).filter(|_| learned);
+        let paced = if learned {
+            self.learn.next(now, self.out(), HUNG)
+        } else {
+            None
+        };
         // A process's call is not woken by another's answer, as a gate's queue is: one held
         // while requests are out looks again when their answers may have come.
         let paced = paced.map(|until| match self.out() {
@@ -244,6 +249,11 @@ mod tests {
         assert_eq!(
             held_until(&mut ledger, now, Respects::ALL),
             Some(now + SECOND)
+        );
+        assert_eq!(
+            held_until(&mut ledger, now, Respects::REPORTED),
+            Some(now + SECOND),
+            "a call that does not learn limits respects the quota reported all the same"
         );
         assert_eq!(
             held_until(&mut ledger, now, Respects::CLOSURES),
@@ -431,6 +441,34 @@ mod tests {
             held_until(&mut ledger, open, Respects::REPORTED),
             None,
             "a call that does not learn limits is not held by what the fleet learned"
+        );
+    }
+
+    #[test]
+    fn a_call_that_does_not_learn_limits_leaves_what_the_law_judges_as_it_was() {
+        // Five at the reset, as the law lets them, and a sixth only a call that does not
+        // learn would send: all accepted. Nothing the law paces was held back, so the round
+        // raises nothing.
+        let now = SystemTime::now();
+        let mut ledger = Ledger::default();
+        learned_five(&mut ledger, now);
+        ledger.learn.take_judged();
+        let open = now + SECOND;
+        let mut tickets: Vec<Ticket> = (0..5).map(|_| granted(&mut ledger, open)).collect();
+        match ledger.reserve(open, Respects::REPORTED) {
+            Reservation::Granted(ticket) => tickets.push(ticket),
+            held => panic!("held: {held:?}"),
+        }
+        let heard = open + 20 * MS;
+        for ticket in tickets {
+            ledger.merge(Window::default(), Some(ticket), heard);
+        }
+        // The next round, a period on: the one before is judged as it begins.
+        granted(&mut ledger, open + 2 * SECOND);
+        let judged = ledger.learn.take_judged().expect("the round judged");
+        assert!(
+            !judged.burst_search.on_trial,
+            "the burst raised for a call it never held: {judged:?}"
         );
     }
 

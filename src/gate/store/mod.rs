@@ -134,9 +134,10 @@ impl Ticket {
 }
 
 /// What may hold a call about to be sent, besides the server's closures, as its layer was
-/// set: the quota and pace the server reported (`respect_remaining`), and the pace learned
-/// where the server reports none (`learn_limits`, which only a call that respects the quota
-/// does).
+/// set: the quota and pace the server reported
+/// ([`respect_remaining`](crate::RateLimitLayer::respect_remaining)), and the pace learned
+/// where the server reports none ([`learn_limits`](crate::RateLimitLayer::learn_limits),
+/// which only a call that respects the quota does).
 ///
 /// # Example
 ///
