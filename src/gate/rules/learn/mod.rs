@@ -12,13 +12,14 @@
 //!
 //! 1. **A refusal lowers what let the refused request go**, or undoes the raise on trial if
 //!    only that raise let it go: the burst to what of it was accepted (counted, as answers
-//!    come back in any order, and by half at most in one round), the rate by [`BETA`] (to
-//!    zero if none beyond the burst was ever accepted: a window its burst spent), the most
+//!    come back in any order, and by half at most in one round), the rate by [`BETA`] (by
+//!    half if none beyond the burst was ever accepted: a window its burst spent), the most
 //!    out to one less than were out. A rate tried from zero is refused as such, however
 //!    many were out: its question is whether the server keeps windows. A rate refused again
 //!    before a round went unrefused since its last cut is that cut's debt (what the
-//!    overshoot drained or counted lands on the requests after it): it is cut again, and
-//!    the search learns nothing from it (3).
+//!    overshoot drained or counted lands on the requests after it): it is cut again and its
+//!    cost repaid from then, but the least value refused and the step stay where the cut
+//!    set them (3).
 //! 2. **A round that held calls back unrefused raises what held them**: the rate where they
 //!    waited for its tokens, the burst where they waited for requests out or for a window's
 //!    reset. While no burst was refused since it was last above its value, the burst climbs:

@@ -134,8 +134,9 @@ impl<T: Moment> Search<T> {
 
     /// Refused again before anything was accepted unrefused since the last cut: that cut's
     /// debt (what the overshoot drained, or counted, lands on the requests after it). The
-    /// value falls to `to`, by half at most; the least value refused stays where the cut set
-    /// it, as the server refused nothing new.
+    /// value falls to `to`, by half at most, and this refusal's cost is the one to repay,
+    /// from now; the least value refused and the step stay where the cut set them, as the
+    /// server refused nothing new.
     pub(super) fn cut_again(&mut self, to: f64, cost: f64, now: T) {
         self.lower(to.max(self.kept / 2.0), cost, now);
     }

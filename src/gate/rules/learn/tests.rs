@@ -665,21 +665,25 @@ fn a_rate_refused_again_before_a_round_went_unrefused_is_cut_again_and_teaches_n
     assert!(known.rate.step < first.step);
 }
 
-#[test]
-fn a_refused_trial_of_a_rate_from_zero_is_that_trials_however_many_were_out() {
-    let (mut law, reset) = on_trial(None, Some((0.0, 8.0)));
+/// A raise of the rate from `kept` to 8 on trial, its request sent right after a burst of
+/// five with all of it out and refused, the rest accepted: what the law then knows.
+fn trial_refused_with_the_burst_out(kept: f64) -> Known<SystemTime> {
+    let (mut law, reset) = on_trial(None, Some((kept, 8.0)));
     let burst: Vec<_> = (0..5).map(|out| go(&mut law, reset, out)).collect();
-    // Right after the burst, with the whole of it out.
     let trial = law.sent(reset + 10 * MS, 5);
     assert_eq!(trial.trial, Some(Quantity::Rate));
-    assert!(!trial.crowded);
     let heard = reset + 150 * MS;
     for tag in &burst {
         law.accepted(*tag, reset, heard);
     }
     law.refused(trial, heard, None, None);
     law.next(reset + 10 * SECOND, 0, PATIENCE);
-    let known = law.known.expect("learned");
+    law.known.expect("learned")
+}
+
+#[test]
+fn a_refused_trial_of_a_rate_from_zero_is_that_trials_however_many_were_out() {
+    let known = trial_refused_with_the_burst_out(0.0);
     assert_eq!(
         (known.rate.value, known.rate.undone, known.rate.max),
         (0.0, 1, Some(8.0)),
@@ -689,6 +693,14 @@ fn a_refused_trial_of_a_rate_from_zero_is_that_trials_however_many_were_out() {
         (known.burst(), known.burst.max),
         (5, None),
         "the burst untouched"
+    );
+    // From a rate kept, the same refusal is of how many were out (rule 1's most out).
+    let known = trial_refused_with_the_burst_out(4.0);
+    assert_eq!((known.burst(), known.burst.max), (5, Some(5.0)));
+    assert_eq!(
+        (known.rate.value, known.rate.undone, known.rate.max),
+        (4.0, 0, None),
+        "what the burst explains shows nothing of the rate"
     );
 }
 
