@@ -140,6 +140,7 @@ pub(crate) fn round_judged(key: &Key, judged: Option<Judged>) {
         rate_step = rate.step,
         rate_undone = rate.undone,
         rate_on_trial = rate.on_trial,
+        rate_owing = judged.rate_owing,
         period_ms = judged.period.map(millis),
         "round judged",
     );

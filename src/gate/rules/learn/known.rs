@@ -76,6 +76,7 @@ impl<T: Moment> Known<T> {
             burst: self.burst(),
             burst_search: self.burst.searched(),
             rate: self.rate.searched(),
+            rate_owing: self.rate_owing,
             period: self.period,
         }
     }

@@ -82,6 +82,8 @@ pub(crate) struct Judged {
     pub(crate) burst: u64,
     pub(crate) burst_search: Searched,
     pub(crate) rate: Searched,
+    /// The rate was cut and no round went unrefused since: its next refusal is the cut's debt.
+    pub(crate) rate_owing: bool,
     pub(crate) period: Option<Duration>,
 }
 

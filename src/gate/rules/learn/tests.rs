@@ -643,7 +643,7 @@ fn a_rate_refused_again_before_a_round_went_unrefused_is_cut_again_and_teaches_n
         (round, start() + at * SECOND)
     };
     let (round, at) = paced_refused(1);
-    known.judge(&round, at);
+    assert!(known.judge(&round, at).rate_owing, "told as owing");
     let first = known.rate;
     assert_eq!((first.value, first.max), (10.0 * BETA, Some(10.0)));
     // The next round refused too, before any went unrefused: the cut's debt.
@@ -657,7 +657,7 @@ fn a_rate_refused_again_before_a_round_went_unrefused_is_cut_again_and_teaches_n
     );
     assert_eq!(known.rate.lowered, Some(at), "its cost repaid from now");
     // A round unrefused pays the debt: the next refusal is the server's again.
-    known.judge(&round_of(5), start() + 3 * SECOND);
+    assert!(!known.judge(&round_of(5), start() + 3 * SECOND).rate_owing);
     let (round, at) = paced_refused(4);
     let kept = known.rate.value;
     known.judge(&round, at);
