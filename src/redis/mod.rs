@@ -670,6 +670,35 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_ledger_kept_before_the_law_told_its_debt_reads_as_owing_nothing() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let mut ledger = Ledger::default();
+        let tickets: Vec<_> = (0..3)
+            .map(|_| match ledger.reserve(now, Respects::ALL) {
+                Reservation::Granted(ticket) => ticket,
+                held => panic!("a cold ledger holds nothing: {held:?}"),
+            })
+            .collect();
+        let answered = now + Duration::from_millis(50);
+        let refused = Window {
+            closed_until: Some(answered + Duration::from_secs(1)),
+            quota: None,
+            limit: None,
+        };
+        for (nth, ticket) in tickets.into_iter().enumerate() {
+            let window = if nth < 2 { Window::default() } else { refused };
+            ledger.merge(window, Some(ticket), answered);
+        }
+        assert!(ledger.has_learned());
+        let kept = serde_json::to_string(&ledger).unwrap();
+        // What a ledger written before the law told whether the rate owes its last cut holds.
+        let older = kept.replace("\"rate_owing\":false,", "");
+        assert_ne!(older, kept, "the field is written: {kept}");
+        let read: Ledger = serde_json::from_str(&older).unwrap();
+        assert_eq!(serde_json::to_string(&read).unwrap(), kept);
+    }
+
     #[cfg(feature = "redis-cluster")]
     #[test]
     fn different_limits_spread_over_the_slots() {
