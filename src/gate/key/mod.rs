@@ -390,11 +390,17 @@ impl Gate {
         self.server_clock = ServerClock::tightest(self.server_clock, report.server_clock);
         if let Some(until) = report.closed_until.filter(|until| *until > now) {
             // Where the learned quota goes at once when the instruction ends, that quota bounds
-            // what goes then: a spread after it would only idle the key.
+            // what goes then: a spread after it would only idle the key. Where the server named
+            // nothing, the layer's backoff and the law's reset are both guesses, and the law's
+            // is drawn from what the key accepted: the backoff is the refused call's caution.
             let until = match report.instructed_until {
                 Some(instructed) if learns.is_some() && self.learn.is_known() => {
                     until.min(instructed)
                 }
+                None if learns.is_some() => self
+                    .learn
+                    .current_until(now)
+                    .map_or(until, |reset| until.min(reset)),
                 _ => until,
             };
             self.close_until(until, report.closed_by.unwrap_or(HeldBy::Fleet));
@@ -1037,6 +1043,53 @@ mod tests {
 
     /// The terms of a call through a layer that does not learn limits.
     const UNLEARNED: Terms = TERMS;
+
+    /// A gate whose calls have `terms`, told nothing by the server: three requests accepted,
+    /// a fourth refused (closed a guessed 400 ms), a fifth accepted after that closure (which
+    /// gives the law its period), a sixth refused, the layer guessing `guess` for it. When that
+    /// refusal was heard.
+    fn learned_a_period_then_refused(
+        gate: &mut Gate,
+        now: Instant,
+        terms: Terms,
+        guess: Duration,
+    ) -> Instant {
+        let (_, waker) = waker();
+        let mut clock = now;
+        for nth in 0..6 {
+            let admitted = match gate.arrive_as(clock, terms) {
+                Ok(admitted) => admitted,
+                Err(id) => gate.poll_until_let_through(id, clock, &waker, terms).0,
+            };
+            clock = clock.max(admitted.sent) + 20 * MS;
+            let answer = match nth {
+                3 => closed(clock + 400 * MS),
+                5 => closed(clock + guess),
+                _ => HEALTHY,
+            };
+            gate.answered(admitted, answer, clock);
+        }
+        clock
+    }
+
+    #[test]
+    fn a_guessed_closure_of_a_request_the_law_let_go_ends_no_later_than_its_reset() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let heard = learned_a_period_then_refused(&mut gate, now, LEARNING, 3 * SECOND);
+        let reset = gate
+            .learn
+            .current_until(heard)
+            .expect("the law guesses a reset");
+        assert!(reset > heard && reset < heard + 3 * SECOND);
+        // Both are guesses: the law's, from what the key accepted, holds the others.
+        assert_eq!(gate.closed_for(heard, LEARNING), Some(reset - heard));
+
+        // A layer that does not learn keeps its own guess.
+        let mut gate = Gate::new();
+        let heard = learned_a_period_then_refused(&mut gate, now, UNLEARNED, 3 * SECOND);
+        assert_eq!(gate.closed_for(heard, UNLEARNED), Some(3 * SECOND));
+    }
 
     #[test]
     fn the_first_call_the_learned_pace_lets_go_is_the_probe_the_others_owe() {

@@ -2,8 +2,8 @@
 //! refused, by one law for one process and a fleet. Pure and generic over the clock: callers
 //! pass the time.
 //!
-//! **The law.** Between the server's closures (hard: what it named, or a guess where it named
-//! nothing), requests go by a bucket of at most `burst` tokens, never with more than `burst`
+//! **The law.** Between the server's closures (hard where it named them; where it named
+//! nothing, the gate's guess ends by the law's next reset, if sooner), requests go by a bucket of at most `burst` tokens, never with more than `burst`
 //! out, refilled by `rate` tokens a second and whole at each reset: the end of a refusal's
 //! closure, and, while the rate gives less than a burst a `period` (the server keeps windows),
 //! a period after a round's first answer. A reset the server did not name is a guess, probed
