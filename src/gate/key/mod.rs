@@ -268,7 +268,7 @@ impl Gate {
         if !report.refused && admitted.epoch == self.epoch {
             self.reopening.healthy();
         }
-        self.learn_from(admitted, report, now);
+        let report = self.learn_from(admitted, report, now);
         if let (Some(before), Some(quota)) = (admitted.last, report.quota) {
             self.window.last_answered(before, quota, admitted.sent, now);
         }
@@ -368,18 +368,25 @@ impl Gate {
         self.window.quota(now)
     }
 
-    /// Learns from what the server accepted and refused, while it publishes no quota.
-    fn learn_from(&mut self, admitted: Admission, report: Report, now: Instant) {
+    /// Learns from what the server accepted and refused, while it publishes no quota: the
+    /// report as the gate takes it in. Where the law paces the key's calls, a refusal closes
+    /// the key as the law keeps it (a guess ends by the law's reset; the refused call still
+    /// sleeps its own backoff).
+    fn learn_from(&mut self, admitted: Admission, mut report: Report, now: Instant) -> Report {
         if report.quota.is_some() || report.pace.is_some() {
             self.learn.forget();
         } else if let Some(tag) = admitted.learn {
             if report.refused {
-                self.learn
-                    .refused(tag, now, report.instructed_until, report.closed_until);
+                let (until, closed) = (report.instructed_until, report.closed_until);
+                let kept = self.learn.refused(tag, now, until, closed);
+                if admitted.learns.is_some() && self.quota(now).is_none() {
+                    report.closed_until = kept;
+                }
             } else {
                 self.learn.accepted(tag, admitted.sent, now);
             }
         }
+        report
     }
 
     /// Takes in what the server said to a request let through as `admitted` (`None`: what
@@ -390,17 +397,11 @@ impl Gate {
         self.server_clock = ServerClock::tightest(self.server_clock, report.server_clock);
         if let Some(until) = report.closed_until.filter(|until| *until > now) {
             // Where the learned quota goes at once when the instruction ends, that quota bounds
-            // what goes then: a spread after it would only idle the key. Where the server named
-            // nothing, the layer's backoff and the law's reset are both guesses, and the law's
-            // is drawn from what the key accepted: the backoff is the refused call's caution.
+            // what goes then: a spread after it would only idle the key.
             let until = match report.instructed_until {
                 Some(instructed) if learns.is_some() && self.learn.is_known() => {
                     until.min(instructed)
                 }
-                None if learns.is_some() => self
-                    .learn
-                    .current_until(now)
-                    .map_or(until, |reset| until.min(reset)),
                 _ => until,
             };
             self.close_until(until, report.closed_by.unwrap_or(HeldBy::Fleet));
@@ -1084,6 +1085,13 @@ mod tests {
         assert!(reset > heard && reset < heard + 3 * SECOND);
         // Both are guesses: the law's, from what the key accepted, holds the others.
         assert_eq!(gate.closed_for(heard, LEARNING), Some(reset - heard));
+
+        // A guess sooner than the law's reset stays the guess.
+        let mut gate = Gate::new();
+        let heard = learned_a_period_then_refused(&mut gate, now, LEARNING, 100 * MS);
+        let reset = gate.learn.current_until(heard);
+        assert!(reset.is_some_and(|reset| reset > heard + 100 * MS));
+        assert_eq!(gate.closed_for(heard, LEARNING), Some(100 * MS));
 
         // A layer that does not learn keeps its own guess.
         let mut gate = Gate::new();

@@ -200,7 +200,10 @@ impl Ledger {
                 self.reported.report(quota, None, None, went, now);
             }
             None if !self.reported.is_known() => match (tag, closed) {
-                (Some(tag), Some(until)) => self.learn.refused(tag, now, Some(until), Some(until)),
+                // A store hears no instruction apart from a guess: each closure is kept whole.
+                (Some(tag), Some(until)) => {
+                    self.learn.refused(tag, now, Some(until), Some(until));
+                }
                 (Some(tag), None) => self.learn.accepted(tag, tag.sent(), now),
                 (None, _) => {}
             },

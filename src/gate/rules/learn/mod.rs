@@ -3,12 +3,13 @@
 //! pass the time.
 //!
 //! **The law.** Between the server's closures (hard where it named them; where it named
-//! nothing, the gate's guess ends by the law's next reset, if sooner), requests go by a bucket of at most `burst` tokens, never with more than `burst`
-//! out, refilled by `rate` tokens a second and whole at each reset: the end of a refusal's
-//! closure, and, while the rate gives less than a burst a `period` (the server keeps windows),
-//! a period after a round's first answer. A reset the server did not name is a guess, probed
-//! by one request alone where the server never named one. Each round, from a reset to the
-//! next, is judged once its answers are in:
+//! nothing, the layer's guess ends by the law's next reset, if sooner), requests go by a
+//! bucket of at most `burst` tokens, never with more than `burst` out, refilled by `rate`
+//! tokens a second and whole at each reset: the end of a refusal's closure, and, while the
+//! rate gives less than a burst a `period` (the server keeps windows), a period after a
+//! round's first answer. A reset the server did not name is a guess, probed by one request
+//! alone where the server never named one. Each round, from a reset to the next, is judged
+//! once its answers are in:
 //!
 //! 1. **A refusal lowers what let the refused request go**, or undoes the raise on trial if
 //!    only that raise let it go: the burst to what of it was accepted (counted, as answers
@@ -262,8 +263,17 @@ impl<T: Moment> Learn<T> {
     }
 
     /// A request let go as `tag` was refused, heard at `now`, the server naming `until` as the
-    /// end of its wait if it named one, the key closed until `closed`.
-    pub(crate) fn refused(&mut self, tag: Tag<T>, now: T, until: Option<T>, closed: Option<T>) {
+    /// end of its wait if it named one, the layer closing the key until `closed`. Returns until
+    /// when the key stays closed: where the server named nothing, the layer's guess ends by the
+    /// law's next reset, where it has one and that is sooner (both are guesses, and the law's
+    /// is drawn from what the key accepted).
+    pub(crate) fn refused(
+        &mut self,
+        tag: Tag<T>,
+        now: T,
+        until: Option<T>,
+        closed: Option<T>,
+    ) -> Option<T> {
         let windows = self
             .known
             .filter(|known| known.keeps_windows())
@@ -272,14 +282,10 @@ impl<T: Moment> Learn<T> {
         // first request has said nothing of what it accepts (the gate's probe and ramp go on).
         let first = self.known.is_none();
         if first && self.round.burst_accepted == 0 {
-            return;
+            return closed;
         }
-        let round = if tag.round == self.round.id {
-            &mut self.round
-        } else if let Some(round) = self.ended.iter_mut().find(|round| round.id == tag.round) {
-            round
-        } else {
-            return;
+        let Some(round) = self.round_mut(tag.round) else {
+            return closed;
         };
         round.refused = Some(round.refused.map_or(until, |named| named.max(until)));
         if let Some(until) = until {
@@ -292,17 +298,24 @@ impl<T: Moment> Learn<T> {
         let planned = windows
             .zip(round.answered)
             .map_or(now, |(period, from)| from.later(period).max(now));
-        let closed = closed.or(until).unwrap_or(now.later(ANSWER));
-        round.cost = round.cost.max(closed.since(planned));
-        if first {
-            round.cold = true;
-            self.known = Some(Known::new(round.burst_accepted));
+        let reset = self
+            .current_until(now)
+            .filter(|_| until.is_none() && !first);
+        let kept = closed.map(|closed| reset.map_or(closed, |reset| closed.min(reset)));
+        let cost = kept.or(until).unwrap_or(now.later(ANSWER)).since(planned);
+        if let Some(round) = self.round_mut(tag.round) {
+            round.cost = round.cost.max(cost);
+            if first {
+                round.cold = true;
+                self.known = Some(Known::new(round.burst_accepted));
+            }
         }
         if tag.round == self.round.id {
             self.round.answered(tag, true);
         } else {
             self.answered_ended(tag, Some(true), now);
         }
+        kept
     }
 
     /// A request let go as `tag` ended at `now` without an answer: it says nothing of the
@@ -331,6 +344,14 @@ impl<T: Moment> Learn<T> {
                 self.judge(round, now);
             }
         }
+    }
+
+    /// The round `id`, under way or ended and awaiting its answers.
+    fn round_mut(&mut self, id: u64) -> Option<&mut Round<T>> {
+        if id == self.round.id {
+            return Some(&mut self.round);
+        }
+        self.ended.iter_mut().find(|round| round.id == id)
     }
 
     /// Tokens in the bucket at `now`.

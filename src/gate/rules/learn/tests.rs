@@ -876,3 +876,30 @@ fn the_request_that_opens_a_window_after_a_refusal_without_an_instruction_is_the
         "the opener counts in the round it opened"
     );
 }
+
+#[test]
+fn a_guess_of_the_layers_holds_no_longer_than_the_laws_reset_and_costs_no_more() {
+    let (mut law, reset) = on_trial(None, None);
+    let tags: Vec<_> = (0..5).map(|out| go(&mut law, reset, out)).collect();
+    let heard = reset + 20 * MS;
+    for tag in &tags[..4] {
+        law.accepted(*tag, reset, heard);
+    }
+    let guess = heard + 20 * SECOND;
+    let kept = law.refused(tags[4], heard, None, Some(guess));
+    let end = law.current_until(heard).expect("a reset guessed");
+    assert_eq!(kept, Some(end));
+    assert!(end < guess);
+    // Judged at its end, the refusal cost what the key lost, not the layer's guess.
+    law.next(end, 0, PATIENCE);
+    let known = law.known.expect("learned");
+    assert!(known.burst.cost < 1.0, "cost {} s", known.burst.cost);
+    // A time the server named is kept as it is.
+    let (mut law, reset) = on_trial(None, None);
+    let tag = go(&mut law, reset, 0);
+    let named = reset + 20 * SECOND;
+    assert_eq!(
+        law.refused(tag, heard, Some(named), Some(named)),
+        Some(named)
+    );
+}
