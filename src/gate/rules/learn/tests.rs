@@ -894,12 +894,10 @@ fn a_guess_of_the_layers_holds_no_longer_than_the_laws_reset_and_costs_no_more()
     law.next(end, 0, PATIENCE);
     let known = law.known.expect("learned");
     assert!(known.burst.cost < 1.0, "cost {} s", known.burst.cost);
-    // A time the server named is kept as it is.
+    // A time the server named is kept as the layer keeps it, its spread and all.
     let (mut law, reset) = on_trial(None, None);
     let tag = go(&mut law, reset, 0);
-    let named = reset + 20 * SECOND;
-    assert_eq!(
-        law.refused(tag, heard, Some(named), Some(named)),
-        Some(named)
-    );
+    let (named, spread) = (reset + 20 * SECOND, SECOND);
+    let kept = law.refused(tag, heard, Some(named), Some(named + spread));
+    assert_eq!(kept, Some(named + spread));
 }
