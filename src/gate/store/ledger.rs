@@ -200,7 +200,8 @@ impl Ledger {
                 self.reported.report(quota, None, None, went, now);
             }
             None if !self.reported.is_known() => match (tag, closed) {
-                // A store hears no instruction apart from a guess: each closure is kept whole.
+                // A store cannot tell a guessed closure from a named one (a `Window` does
+                // not say): each is learned as named and kept whole.
                 (Some(tag), Some(until)) => {
                     self.learn.refused(tag, now, Some(until), Some(until));
                 }
