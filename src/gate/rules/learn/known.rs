@@ -15,8 +15,6 @@ pub(super) struct Known<T> {
     pub(super) burst: Search<T>,
     /// Tokens a second between resets; zero where the server keeps windows.
     pub(super) rate: Search<T>,
-    /// A rate beyond the burst was accepted: a refusal beyond it then cuts it, not zeroes it.
-    pub(super) rate_proven: bool,
     /// The rate was cut, and no round went unrefused since: a refusal now is the cut's debt.
     #[cfg_attr(feature = "redis", serde(default))]
     pub(super) rate_owing: bool,
@@ -35,7 +33,6 @@ impl<T: Moment> Known<T> {
         Known {
             burst: Search::new(accepted.max(1) as f64, 1.0),
             rate: Search::new(0.0, 0.0),
-            rate_proven: false,
             rate_owing: false,
             period: None,
             named: false,
@@ -118,11 +115,7 @@ fn judge<T: Moment>(known: &mut Known<T>, round: &Round<T>, now: T) {
     } else if round.trial_refused && rate.trying {
         rate.refused(rate.value, rate.kept, cost, now);
     } else if round.paced_refused {
-        let to = if known.rate_proven {
-            rate.value * BETA
-        } else {
-            0.0
-        };
+        let to = rate.value * BETA;
         if known.rate_owing {
             rate.cut_again(to, cost, now);
         } else {
@@ -132,7 +125,6 @@ fn judge<T: Moment>(known: &mut Known<T>, round: &Round<T>, now: T) {
     } else if rate.trying && round.rate_tried && round.refused.is_none() {
         rate.keep();
     }
-    known.rate_proven |= round.paced_accepted > 0 && rate.value > 0.0 && !rate.trying;
     // A raise that never bound showed nothing: what did bind may be raised instead.
     if burst.trying && !round.burst_tried {
         burst.drop_trial();

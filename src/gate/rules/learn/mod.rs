@@ -13,9 +13,8 @@
 //!
 //! 1. **A refusal lowers what let the refused request go**, or undoes the raise on trial if
 //!    only that raise let it go: the burst to what of it was accepted (counted, as answers
-//!    come back in any order, and by half at most in one round), the rate by [`BETA`] (by
-//!    half if none beyond the burst was ever accepted: a window its burst spent), the most
-//!    out to one less than were out. A rate tried from zero is refused as such, however
+//!    come back in any order, and by half at most in one round), the rate by [`BETA`], the
+//!    most out to one less than were out. A rate tried from zero is refused as such, however
 //!    many were out: its question is whether the server keeps windows. A rate refused again
 //!    before a round went unrefused since its last cut is that cut's debt (what the
 //!    overshoot drained or counted lands on the requests after it): it is cut again and its

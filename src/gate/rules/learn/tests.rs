@@ -604,38 +604,9 @@ fn a_raise_of_the_burst_that_bound_in_a_round_the_rate_got_refused_stays_on_tria
 }
 
 #[test]
-fn a_rate_is_proven_once_a_request_it_paced_was_accepted_and_stays_proven() {
-    let judged = |rate: f64, trying: bool, paced: u64| {
-        let mut known = Known::new(5);
-        known.rate = super::search::Search::new(rate, 0.0);
-        if trying {
-            known.rate.raise_to(rate * 2.0);
-        }
-        let mut round = round_of(5);
-        round.paced_accepted = paced;
-        known.judge(&round, start() + SECOND);
-        known
-    };
-    assert!(judged(2.0, false, 1).rate_proven);
-    assert!(!judged(2.0, false, 0).rate_proven, "nothing paced");
-    assert!(!judged(0.0, false, 1).rate_proven, "no rate paced it");
-    assert!(
-        !judged(2.0, true, 1).rate_proven,
-        "a raise on trial paced it"
-    );
-    let mut known = judged(2.0, false, 1);
-    known.judge(&round_of(5), start() + 2 * SECOND);
-    assert!(
-        known.rate_proven,
-        "a round that paced nothing takes nothing back"
-    );
-}
-
-#[test]
 fn a_rate_refused_again_before_a_round_went_unrefused_is_cut_again_and_teaches_nothing() {
     let mut known = Known::new(5);
     known.rate = super::search::Search::new(10.0, 0.0);
-    known.rate_proven = true;
     let paced_refused = |at: u32| {
         let mut round = round_of(5);
         round.paced_accepted = 3;
