@@ -125,13 +125,6 @@ fn judge<T: Moment>(known: &mut Known<T>, round: &Round<T>, now: T) {
     } else if rate.trying && round.rate_tried && round.refused.is_none() {
         rate.keep();
     }
-    // A raise that never bound showed nothing: what did bind may be raised instead.
-    if burst.trying && !round.burst_tried {
-        burst.drop_trial();
-    }
-    if rate.trying && !round.rate_tried {
-        rate.drop_trial();
-    }
     // A refused round raises nothing; an unrefused one has decided every raise on trial.
     if round.refused.is_some() {
         return;

@@ -107,7 +107,7 @@ impl<T: Moment> Search<T> {
         }
     }
 
-    /// The raise on trial showed nothing (it never bound): dropped.
+    /// The raise on trial showed nothing (what its round met is explained otherwise): dropped.
     pub(super) fn drop_trial(&mut self) {
         (self.value, self.trying) = (self.kept, false);
     }
@@ -272,7 +272,7 @@ mod tests {
     }
 
     #[test]
-    fn a_trial_that_never_bound_is_dropped_and_a_raise_from_zero_steps_by_itself() {
+    fn a_trial_that_showed_nothing_is_dropped_and_a_raise_from_zero_steps_by_itself() {
         let mut rate = Search::<SystemTime>::new(0.0, 0.0);
         rate.raise_to(6.0);
         assert_eq!((rate.value, rate.kept, rate.step), (6.0, 0.0, 6.0));

@@ -687,7 +687,7 @@ fn a_key_keeps_windows_while_its_rate_gives_less_than_a_burst_a_period() {
 }
 
 #[test]
-fn a_raise_of_the_rate_is_kept_where_it_paced_unrefused_and_dropped_where_it_never_bound() {
+fn a_raise_of_the_rate_is_kept_where_it_paced_unrefused_and_stays_on_trial_till_it_paces() {
     let judged = |tried: bool| {
         let mut known = Known::new(5);
         known.rate = super::search::Search::new(2.0, 0.0);
@@ -698,7 +698,11 @@ fn a_raise_of_the_rate_is_kept_where_it_paced_unrefused_and_dropped_where_it_nev
         (known.rate.value, known.rate.trying)
     };
     assert_eq!(judged(true), (4.0, false));
-    assert_eq!(judged(false), (2.0, false));
+    assert_eq!(
+        judged(false),
+        (4.0, true),
+        "a raise that never bound showed nothing yet"
+    );
 }
 
 #[test]
