@@ -706,6 +706,16 @@ mod tests {
     }
 
     #[test]
+    fn a_ledger_kept_before_the_law_kept_the_slow_starts_floor_apart_still_reads() {
+        let (_, kept) = learned_ledger();
+        let field = kept.find(",\"cold_floor\":").expect("the field is written");
+        let end = field + kept[field..].find('}').expect("a duration") + 1;
+        let older = format!("{}{}", &kept[..field], &kept[end..]);
+        let read: Ledger = serde_json::from_str(&older).unwrap();
+        assert_eq!(serde_json::to_string(&read).unwrap(), kept);
+    }
+
+    #[test]
     fn a_ledger_kept_while_the_law_told_a_proven_rate_still_reads() {
         let (_, kept) = learned_ledger();
         // The law no longer keeps whether a rate was proven: a ledger that does still reads.

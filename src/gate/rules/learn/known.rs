@@ -24,6 +24,11 @@ pub(super) struct Known<T> {
     pub(super) named: bool,
     /// The longest a window was seen to run, a request refused that long after it began.
     pub(super) floor: Duration,
+    /// The same in the slow start's round, which can run across windows: see [`floor`].
+    ///
+    /// [`floor`]: Known::floor
+    #[cfg_attr(feature = "redis", serde(default))]
+    pub(super) cold_floor: Duration,
 }
 
 impl<T: Moment> Known<T> {
@@ -37,6 +42,7 @@ impl<T: Moment> Known<T> {
             period: None,
             named: false,
             floor: Duration::ZERO,
+            cold_floor: Duration::ZERO,
         }
     }
 
@@ -49,7 +55,12 @@ impl<T: Moment> Known<T> {
             self.named = true;
         }
         if let (Some(refused), Some(began)) = (round.refused_sent, round.window()) {
-            self.floor = self.floor.max(refused.since(began));
+            let ran = refused.since(began);
+            if round.cold {
+                self.cold_floor = ran;
+            } else {
+                self.floor = self.floor.max(ran);
+            }
             if self.period.is_some_and(|period| period <= self.floor) {
                 // Refused later than the period it went by: the period was too short.
                 self.period = Some(self.floor + self.floor / 8);
@@ -75,6 +86,15 @@ impl<T: Moment> Known<T> {
             rate: self.rate.searched(),
             rate_owing: self.rate_owing,
             period: self.period,
+        }
+    }
+
+    /// The longest a refused window was seen to run: the slow start's round counts while it
+    /// ran less than the period, as one that ran longer ran across windows.
+    pub(super) fn floor(&self) -> Duration {
+        match self.period {
+            Some(period) if self.cold_floor < period => self.floor.max(self.cold_floor),
+            _ => self.floor,
         }
     }
 

@@ -38,7 +38,10 @@
 //!    of the first request accepted after a refusal without one (which the next round counts
 //!    as its first: it took one of the window's requests); the shortest seen is the
 //!    tightest. Where the server names no reset, the next is tried halfway between the
-//!    longest a refused window was seen to run and the period.
+//!    longest a refused window was seen to run and the period; a window refused later than
+//!    the period it went by lengthens the period past that, by an eighth. The slow start's
+//!    round is no window (its ramp can run across several): how long it ran before its
+//!    refusal counts only while shorter than the period, and lengthens nothing.
 //!
 //! Before the first refusal that follows an acceptance nothing binds (the gate's slow start
 //! and probes ramp the cold key up); it makes what the key accepted the burst and tries the
@@ -379,8 +382,8 @@ impl<T: Moment> Learn<T> {
         let period = known.period?;
         Some(match self.round.refused {
             // No reset named: tried halfway from the longest a window ran, while far apart.
-            Some(None) if period.saturating_sub(known.floor) > period / 16 => {
-                from.later((known.floor + period) / 2)
+            Some(None) if period.saturating_sub(known.floor()) > period / 16 => {
+                from.later((known.floor() + period) / 2)
             }
             _ => from.later(period),
         })

@@ -521,6 +521,48 @@ fn a_refusal_naming_no_reset_tries_the_next_halfway_from_the_longest_window_seen
 }
 
 #[test]
+fn the_slow_starts_round_seeds_the_halfway_try_only_while_shorter_than_the_period() {
+    let end = |cold_floor: Duration| {
+        let (mut law, reset) = on_trial(None, None);
+        let known = law.known.as_mut().expect("five learned");
+        (known.period, known.cold_floor) = (Some(SECOND), cold_floor);
+        (law.round.refused, law.round.answered) = (Some(None), Some(reset));
+        law.current_until(reset)
+            .map(|end| end.duration_since(reset).unwrap())
+    };
+    assert_eq!(end(600 * MS), Some(800 * MS), "halfway from 0.6 s to 1 s");
+    // It ran longer than the period: across windows, so it says nothing of one.
+    assert_eq!(end(1200 * MS), Some(500 * MS), "halfway from nothing");
+}
+
+#[test]
+fn the_slow_starts_round_lengthens_no_period_however_long_it_ran() {
+    let mut known = Known::new(5);
+    // The slow start's ramp ran across windows: refused 3 s after its first send.
+    let mut slow_start = round_of(5);
+    (slow_start.cold, slow_start.began) = (true, Some(start()));
+    (slow_start.refused, slow_start.refused_sent) = (Some(None), Some(start() + 3 * SECOND));
+    known.judge(&slow_start, start() + 4 * SECOND);
+    // The next round, refused at once, is told its window ends 1.5 s after its first send.
+    let began = start() + 5 * SECOND;
+    let mut told = Round::new(2, 5.0, Some(began), None);
+    told.began = Some(began);
+    told.earliest = Some(began + 1500 * MS);
+    (told.refused, told.refused_sent) = (Some(told.earliest), Some(began));
+    known.judge(&told, began + SECOND);
+    assert_eq!(
+        known.period,
+        Some(1500 * MS),
+        "the instruction's, not 3 s and an eighth"
+    );
+    assert_eq!(
+        known.floor(),
+        Duration::ZERO,
+        "the slow start's 3 s counts for no window"
+    );
+}
+
+#[test]
 fn until_the_rate_is_refused_a_round_under_a_rate_lasts_two_bursts_of_sends() {
     let rounds = |refused: Option<f64>| {
         let (mut law, reset) = on_trial(None, None);
