@@ -670,8 +670,8 @@ mod tests {
         }
     }
 
-    /// A ledger that learned from two acceptances and a refusal, and its JSON as kept now.
-    fn learned_ledger() -> (Ledger, String) {
+    /// The JSON a ledger that learned from two acceptances and a refusal is kept as now.
+    fn learned_ledger() -> String {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         let mut ledger = Ledger::default();
         let tickets: Vec<_> = (0..3)
@@ -691,13 +691,12 @@ mod tests {
             ledger.merge(window, Some(ticket), answered);
         }
         assert!(ledger.has_learned());
-        let kept = serde_json::to_string(&ledger).unwrap();
-        (ledger, kept)
+        serde_json::to_string(&ledger).unwrap()
     }
 
     #[test]
     fn a_ledger_kept_before_the_law_told_its_debt_reads_as_owing_nothing() {
-        let (_, kept) = learned_ledger();
+        let kept = learned_ledger();
         // What a ledger written before the law told whether the rate owes its last cut holds.
         let older = kept.replace("\"rate_owing\":false,", "");
         assert_ne!(older, kept, "the field is written: {kept}");
@@ -707,7 +706,7 @@ mod tests {
 
     #[test]
     fn a_ledger_kept_before_the_law_kept_the_slow_starts_floor_apart_still_reads() {
-        let (_, kept) = learned_ledger();
+        let kept = learned_ledger();
         let field = kept.find(",\"cold_floor\":").expect("the field is written");
         let end = field + kept[field..].find('}').expect("a duration") + 1;
         let older = format!("{}{}", &kept[..field], &kept[end..]);
@@ -717,7 +716,7 @@ mod tests {
 
     #[test]
     fn a_ledger_kept_while_the_law_told_a_proven_rate_still_reads() {
-        let (_, kept) = learned_ledger();
+        let kept = learned_ledger();
         // The law no longer keeps whether a rate was proven: a ledger that does still reads.
         let older = kept.replace("\"rate_owing\":", "\"rate_proven\":true,\"rate_owing\":");
         assert_ne!(older, kept, "the field it follows is written: {kept}");

@@ -90,7 +90,7 @@ impl<T: Moment> Known<T> {
     }
 
     /// The longest a refused window was seen to run: the slow start's round counts while it
-    /// ran less than the period, as one that ran longer ran across windows.
+    /// ran less than the period (one that ran as long ran across windows).
     pub(super) fn floor(&self) -> Duration {
         match self.period {
             Some(period) if self.cold_floor < period => self.floor.max(self.cold_floor),
