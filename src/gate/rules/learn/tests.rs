@@ -503,16 +503,20 @@ fn a_round_no_token_can_begin_ends_a_period_after_it_opened_and_no_other_does_un
     assert_eq!(law.current_until(reset), Some(reset + SECOND));
 }
 
+/// How long after its first answer a round refused without an instruction ends, the period
+/// a second, the longest a refused window ran `floor` and the slow start's `cold_floor`.
+fn refused_round_ends(floor: Duration, cold_floor: Duration) -> Option<Duration> {
+    let (mut law, reset) = on_trial(None, None);
+    let known = law.known.as_mut().expect("five learned");
+    (known.period, known.floor, known.cold_floor) = (Some(SECOND), floor, cold_floor);
+    (law.round.refused, law.round.answered) = (Some(None), Some(reset));
+    law.current_until(reset)
+        .map(|end| end.duration_since(reset).unwrap())
+}
+
 #[test]
 fn a_refusal_naming_no_reset_tries_the_next_halfway_from_the_longest_window_seen_if_far() {
-    let end = |floor: Duration| {
-        let (mut law, reset) = on_trial(None, None);
-        let known = law.known.as_mut().expect("five learned");
-        (known.period, known.floor) = (Some(SECOND), floor);
-        (law.round.refused, law.round.answered) = (Some(None), Some(reset));
-        law.current_until(reset)
-            .map(|end| end.duration_since(reset).unwrap())
-    };
+    let end = |floor: Duration| refused_round_ends(floor, Duration::ZERO);
     assert_eq!(end(200 * MS), Some(600 * MS), "halfway from 0.2 s to 1 s");
     // Within a sixteenth of the period: the period itself.
     assert_eq!(end(960 * MS), Some(SECOND));
@@ -522,14 +526,7 @@ fn a_refusal_naming_no_reset_tries_the_next_halfway_from_the_longest_window_seen
 
 #[test]
 fn the_slow_starts_round_seeds_the_halfway_try_only_while_shorter_than_the_period() {
-    let end = |cold_floor: Duration| {
-        let (mut law, reset) = on_trial(None, None);
-        let known = law.known.as_mut().expect("five learned");
-        (known.period, known.cold_floor) = (Some(SECOND), cold_floor);
-        (law.round.refused, law.round.answered) = (Some(None), Some(reset));
-        law.current_until(reset)
-            .map(|end| end.duration_since(reset).unwrap())
-    };
+    let end = |cold_floor: Duration| refused_round_ends(Duration::ZERO, cold_floor);
     assert_eq!(end(600 * MS), Some(800 * MS), "halfway from 0.6 s to 1 s");
     // It ran as long as the period or longer: across windows, so it says nothing of one.
     assert_eq!(end(SECOND), Some(500 * MS), "halfway from nothing");
