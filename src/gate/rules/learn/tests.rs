@@ -835,6 +835,23 @@ fn the_request_that_shows_a_window_over_is_the_next_windows_first() {
 }
 
 #[test]
+fn a_reset_the_server_never_named_is_probed_by_one_request_alone() {
+    let (mut law, reset) = on_trial(None, None);
+    // The round began at a reset the law guessed: the server never named one.
+    law.known.as_mut().expect("five learned").named = false;
+    law.round.probing = Some(reset);
+    let probe = law.sent(reset, 0);
+    assert_eq!(
+        law.next(reset, 1, PATIENCE),
+        Some(reset + SECOND),
+        "the burst waits for the probe's answer"
+    );
+    let heard = reset + 20 * MS;
+    law.accepted(probe, reset, heard);
+    assert_eq!(law.next(heard, 0, PATIENCE), None, "then goes");
+}
+
+#[test]
 fn each_round_judged_is_handed_out_once_with_what_it_left_the_key_at() {
     let (mut law, reset) = learned_five();
     assert_eq!(law.take_judged(), None, "nothing judged yet");
