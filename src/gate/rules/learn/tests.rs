@@ -837,18 +837,23 @@ fn the_request_that_shows_a_window_over_is_the_next_windows_first() {
 #[test]
 fn a_reset_the_server_never_named_is_probed_by_one_request_alone() {
     let (mut law, reset) = on_trial(None, None);
-    // The round began at a reset the law guessed: the server never named one.
+    // The period is the law's guess: the server never named a reset.
     law.known.as_mut().expect("five learned").named = false;
-    law.round.probing = Some(reset);
-    let probe = law.sent(reset, 0);
+    let tags: Vec<_> = (0..5).map(|out| go(&mut law, reset, out)).collect();
+    let heard = reset + 20 * MS;
+    for tag in tags {
+        law.accepted(tag, reset, heard);
+    }
+    let guessed = law.current_until(heard).expect("a reset guessed");
+    let probe = go(&mut law, guessed, 0);
     assert_eq!(
-        law.next(reset, 1, PATIENCE),
-        Some(reset + SECOND),
+        law.next(guessed, 1, PATIENCE),
+        Some(guessed + SECOND),
         "the burst waits for the probe's answer"
     );
-    let heard = reset + 20 * MS;
-    law.accepted(probe, reset, heard);
-    assert_eq!(law.next(heard, 0, PATIENCE), None, "then goes");
+    let answered = guessed + 20 * MS;
+    law.accepted(probe, guessed, answered);
+    assert_eq!(law.next(answered, 1, PATIENCE), None, "then goes");
 }
 
 #[test]
