@@ -75,21 +75,6 @@ async fn fleet_of(
     for worker in workers {
         served += worker.await.unwrap();
     }
-    if std::env::var("FLEET_DEBUG").is_ok() && store.is_some() {
-        let log = limiter.log();
-        let t0 = log[0].0;
-        let line: Vec<String> = log
-            .iter()
-            .map(|(at, status)| {
-                format!(
-                    "{:.3}{}",
-                    (*at - t0).as_secs_f64(),
-                    if *status == 429 { "X" } else { "" }
-                )
-            })
-            .collect();
-        eprintln!("{}", line.join(" "));
-    }
     Run {
         refused: limiter.refused(),
         served,
