@@ -200,21 +200,30 @@ pub(crate) struct Answer {
 
 /// How long `answer` closes its key's gate, given the `decision` taken on it (`None`: the
 /// policy returned it): a rate-limited outcome or a refusal closes it for the server's
-/// instruction (with its spread), or else for the wait the layer guessed (the decided one, or
-/// the first guess for a refusal the policy returns or retries as transient).
+/// instruction (with its spread), or else for a guess: the first guess for a refusal the
+/// policy returns or retries as transient, or whose instruction the layer does not hold other
+/// calls by; for a guessed wait, the key's.
+///
+/// The key's guess is the first guess, doubled for each probe the server refused since the
+/// key last had a healthy answer (`refused_probes`, asked only then). A call's backoff grows
+/// with its own retries, and one unlucky call's caution is no reason to hold every other call;
+/// the server refusing the key's probes is. Where the learned law holds the key
+/// (`refused_probes` is `None`), the law's reset is its guess of the window, and the call's
+/// guessed wait only bounds it until the law has one.
 ///
 /// An instruction above the cap closes it all the same: the call that met it returns at once,
 /// but every later call would be a certain refusal, so they fail fast until it passes (the cap
 /// bounds a wait, not what is remembered). One beyond the horizon is absurd or hostile and
 /// closes nothing: no server can lock a key for years. A guess never closes it beyond the cap:
-/// the server named no time, and a long backoff is one call's caution, not a reason to fail
-/// every other call. A refusal for too many requests in flight, without an instruction, does
-/// not close it: it asks for fewer at once, not a pause, and the refused call backs off alone.
+/// the server named no time. A refusal for too many requests in flight, without an
+/// instruction, does not close it: it asks for fewer at once, not a pause, and the refused
+/// call backs off alone.
 pub(crate) fn closure(
     answer: Answer,
     decision: Option<&Decision>,
     settings: &Settings,
     unit: f64,
+    refused_probes: impl FnOnce() -> Option<u32>,
 ) -> Option<Duration> {
     let rate_limited = decision.filter(|decision| decision.action == Action::RateLimited);
     if !answer.refused && rate_limited.is_none() {
@@ -226,7 +235,10 @@ pub(crate) fn closure(
         None if answer.crowded => None,
         None => {
             let guessed = match rate_limited {
-                Some(decision) if decision.reason == Reason::Guessed => decision.wait,
+                Some(decision) if decision.reason == Reason::Guessed => refused_probes()
+                    .map_or(decision.wait, |refused| {
+                        settings.backoff.guessed(refused, unit)
+                    }),
                 _ => settings.backoff.guessed(0, unit),
             };
             Some(guessed.min(settings.retry_after_cap))
@@ -335,24 +347,36 @@ mod tests {
     fn a_429_closes_the_gate_whatever_the_policy_beyond_the_cap_too_but_not_beyond_the_horizon() {
         let settings = settings();
         let thirty = Some(30 * SECOND);
-        assert_eq!(closure(refused(thirty), None, &settings, 0.0), thirty);
+        assert_eq!(
+            closure(refused(thirty), None, &settings, 0.0, || Some(0)),
+            thirty
+        );
         let hour = Some(3600 * SECOND);
-        assert_eq!(closure(refused(hour), None, &settings, 0.0), hour);
+        assert_eq!(
+            closure(refused(hour), None, &settings, 0.0, || Some(0)),
+            hour
+        );
         let two_days = Some(settings.horizon);
-        assert_eq!(closure(refused(two_days), None, &settings, 0.0), two_days);
+        assert_eq!(
+            closure(refused(two_days), None, &settings, 0.0, || Some(0)),
+            two_days
+        );
         let beyond = Some(settings.horizon + SECOND);
-        assert_eq!(closure(refused(beyond), None, &settings, 0.0), None);
+        assert_eq!(
+            closure(refused(beyond), None, &settings, 0.0, || Some(0)),
+            None
+        );
         let accepted = Answer {
             refused: false,
             ..refused(thirty)
         };
-        assert_eq!(closure(accepted, None, &settings, 0.0), None);
-        let guessed = closure(refused(None), None, &settings, 0.0);
+        assert_eq!(closure(accepted, None, &settings, 0.0, || Some(0)), None);
+        let guessed = closure(refused(None), None, &settings, 0.0, || Some(0));
         assert_eq!(guessed, Some(SECOND / 4));
     }
 
     #[test]
-    fn a_rate_limited_outcome_closes_the_gate_for_the_wait_decided_a_transient_one_not_at_all() {
+    fn a_rate_limited_outcome_closes_the_gate_for_a_guess_a_transient_one_not_at_all() {
         let settings = settings();
         let four = 4 * SECOND;
         let decided = |action| Decision {
@@ -361,19 +385,65 @@ mod tests {
             reason: Reason::Guessed,
             declined: None,
         };
-        let closed_for = |refused, action| {
+        let closed_for = |refused, action, refused_probes| {
             let answer = Answer {
                 refused,
                 ..Answer::default()
             };
-            closure(answer, Some(&decided(action)), &settings, 0.0)
+            closure(answer, Some(&decided(action)), &settings, 0.0, || {
+                refused_probes
+            })
         };
-        // Rate limited by the policy (a 503 it maps so), not a 429: closed for the wait decided.
-        assert_eq!(closed_for(false, Action::RateLimited), Some(four));
-        // A 429 on a later retry, without an instruction: its own backoff, not the first guess.
-        assert_eq!(closed_for(true, Action::RateLimited), Some(four));
+        // Rate limited by the policy (a 503 it maps so), not a 429: closed for a guess.
+        assert_eq!(
+            closed_for(false, Action::RateLimited, Some(0)),
+            Some(SECOND / 4)
+        );
+        // A 429 on a call's fifth attempt, without an instruction: the key's guess, the first
+        // while the key's probes were not refused, doubled for each that was; not the call's
+        // own backoff, grown by its retries.
+        assert_eq!(
+            closed_for(true, Action::RateLimited, Some(0)),
+            Some(SECOND / 4)
+        );
+        assert_eq!(closed_for(true, Action::RateLimited, Some(2)), Some(SECOND));
+        // Where the learned law holds the key, it ends the call's own guess by its reset.
+        assert_eq!(closed_for(true, Action::RateLimited, None), Some(four));
         // A transient retry (a 503) closes nothing: its backoff is the call's own.
-        assert_eq!(closed_for(false, Action::Retry), None);
+        assert_eq!(closed_for(false, Action::Retry, Some(0)), None);
+    }
+
+    #[test]
+    fn the_keys_refused_probes_are_asked_only_for_a_guessed_wait() {
+        let settings = settings();
+        let asked = std::cell::Cell::new(0);
+        let refused_probes = || {
+            asked.set(asked.get() + 1);
+            Some(1)
+        };
+        let thirty = Some(30 * SECOND);
+        let instructed = Budget::default().decide(Action::RateLimited, thirty, &settings, 0.0);
+        let closed = closure(
+            refused(thirty),
+            Some(&instructed),
+            &settings,
+            0.0,
+            refused_probes,
+        );
+        assert_eq!(closed, thirty);
+        let returned = closure(refused(None), None, &settings, 0.0, refused_probes);
+        assert_eq!(returned, Some(SECOND / 4), "the first guess");
+        assert_eq!(asked.get(), 0);
+        let guessed = Budget::default().decide(Action::RateLimited, None, &settings, 0.0);
+        let closed = closure(
+            refused(None),
+            Some(&guessed),
+            &settings,
+            0.0,
+            refused_probes,
+        );
+        assert_eq!(closed, Some(SECOND / 2), "the key's, one probe refused");
+        assert_eq!(asked.get(), 1);
     }
 
     #[test]
@@ -385,15 +455,18 @@ mod tests {
             ..settings()
         };
         let guessed = refused(None);
-        assert_eq!(closure(guessed, None, &settings, 0.5), Some(60 * SECOND));
+        assert_eq!(
+            closure(guessed, None, &settings, 0.5, || Some(0)),
+            Some(60 * SECOND)
+        );
         let decided = Budget::default().decide(Action::RateLimited, None, &settings, 0.5);
         assert!(decided.wait > 60 * SECOND);
         assert_eq!(
-            closure(guessed, Some(&decided), &settings, 0.5),
+            closure(guessed, Some(&decided), &settings, 0.5, || Some(0)),
             Some(60 * SECOND)
         );
         let instructed = refused(Some(60 * SECOND));
-        let waited = closure(instructed, None, &settings, 0.5).unwrap();
+        let waited = closure(instructed, None, &settings, 0.5, || Some(0)).unwrap();
         assert!(waited > 60 * SECOND, "the spread is added, not clamped");
     }
 
@@ -405,13 +478,16 @@ mod tests {
             crowded: true,
             ..refused(None)
         };
-        assert_eq!(closure(crowded, Some(&decided), &settings, 0.5), None);
-        assert_eq!(closure(crowded, None, &settings, 0.5), None);
+        assert_eq!(
+            closure(crowded, Some(&decided), &settings, 0.5, || Some(0)),
+            None
+        );
+        assert_eq!(closure(crowded, None, &settings, 0.5, || Some(0)), None);
         let instructed = Answer {
             crowded: true,
             ..refused(Some(2 * SECOND))
         };
-        assert!(closure(instructed, Some(&decided), &settings, 0.5).is_some());
+        assert!(closure(instructed, Some(&decided), &settings, 0.5, || Some(0)).is_some());
     }
 
     #[test]
@@ -426,7 +502,7 @@ mod tests {
         let decided =
             Budget::default().decide(Action::RateLimited, Some(3600 * SECOND), &settings, 0.0);
         assert_eq!(
-            closure(meter_only, Some(&decided), &settings, 0.0),
+            closure(meter_only, Some(&decided), &settings, 0.0, || Some(0)),
             Some(SECOND / 4)
         );
     }

@@ -780,6 +780,39 @@ async fn a_guessed_closure_never_exceeds_the_cap() {
     assert_eq!(statuses(first).await, [429]);
 }
 
+/// A guess is the key's, not one call's: a call refused on its fourth attempt (three 503s
+/// before) sleeps its own grown backoff, 2 to 4 s, but a layer that does not learn holds the
+/// key's other calls only for the first guess, at most half a second, as no probe of the key was
+/// refused.
+#[tokio::test(start_paused = true)]
+async fn a_guess_closes_the_key_for_its_refused_probes_not_for_one_calls_retries() {
+    let limiter = Limiter::new(Model::ClosedUntil(Instant::now()), Headers::None).scripted(vec![
+        (503, vec![]),
+        (503, vec![]),
+        (503, vec![]),
+        (429, vec![]),
+    ]);
+    let gates = Gates::new();
+    let layer = RateLimitLayer::new()
+        .gates(gates.clone())
+        .learn_limits(false)
+        .jitter_seed(7);
+    let unlucky = spawn_calls(&layer, &limiter, 1);
+    while limiter.refused() == 0 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let refused_at = Instant::now();
+    let closed_for = gates.snapshot(&key()).and_then(|gate| gate.closed_for());
+    let closed_for = closed_for.expect("the 429 closed the key");
+    assert!(closed_for <= SECOND / 2, "closed for {closed_for:?}");
+    let next = spawn_calls(&layer, &limiter, 1);
+    assert_eq!(statuses(next).await, [200]);
+    assert!(Instant::now() - refused_at <= SECOND / 2);
+    assert_eq!(statuses(unlucky).await, [200]);
+    assert!(Instant::now() - refused_at >= 2 * SECOND, "its own backoff");
+    assert_eq!(limiter.log().len(), 6);
+}
+
 /// A shared store merges reports of different windows by the gate's rule, not into the
 /// smallest count and the latest reset: a per-second window's zero holds every process until
 /// its own reset, not a per-minute one's, and a spent window of half a second is not stretched

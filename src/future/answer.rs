@@ -187,7 +187,8 @@ where
                 instructed: answer.instruction.map(|wait| wait.max(floor)),
                 budget: self.budget.time_left(settings),
             });
-        let closed_until = closure(answer, decision, settings, unit).map(|wait| after(now, wait));
+        let closed_until = closure(answer, decision, settings, unit, || pass.refused_probes())
+            .map(|wait| after(now, wait));
         let mut report = said.report(closed_until);
         report.instructed_until = report
             .instructed_until

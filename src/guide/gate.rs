@@ -2,7 +2,10 @@
 //!
 //! - **One gate per upstream.** A 429 closes the key's gate (its origin, by default) until the
 //!   server's time; every call on that key waits on the same gate instead of sleeping its own
-//!   copy and stampeding back together. A shorter `Retry-After` never brings it forward. A
+//!   copy and stampeding back together. A shorter `Retry-After` never brings it forward. Where
+//!   the server named no time, the key's guess closes it: the first guess, doubled for each
+//!   probe refused since the key's last healthy answer (the refused call still sleeps its own
+//!   backoff, grown by its retries: one call's caution holds no other call). A
 //!   meter that said `remaining = 0` holds the calls that respect it until the reset. Two APIs
 //!   on one origin (GitHub's search and core limits) share one gate unless a `key` function
 //!   names them apart; a key function that returns `None` leaves that request ungated, so fall

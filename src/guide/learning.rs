@@ -9,10 +9,9 @@
 //! - **Limits learned where none are published, by one law.** Where the server publishes no
 //!   quota, the gate learns how fast it lets the key go (`learn_limits`), by a law stated in a
 //!   few lines (at the top of `src/gate/rules/learn/mod.rs`): between the server's closures
-//!   (a 429 without an instruction closes the key for the layer's guessed backoff, or until the
-//!   law's own guess of the reset where that is sooner: the backoff is the refused call's; the
-//!   closure is the key's, so calls of a layer that does not learn, sharing the gates, go then
-//!   too), requests go by a bucket of a learned burst (also the most out at once), refilled by a
+//!   (a 429 without an instruction closes the key for the refused call's guessed backoff, or
+//!   until the law's own guess of the reset where that is sooner; the closure is the key's, so
+//!   calls of a layer that does not learn, sharing the gates, go then too), requests go by a bucket of a learned burst (also the most out at once), refilled by a
 //!   learned rate and whole at each reset. Each round, from a reset to the next, is judged once
 //!   its answers are in: a refusal lowers what let the refused request go (the burst to what
 //!   was accepted, halving at most; the rate by 0.7; the most out), a round that held calls

@@ -82,6 +82,17 @@ impl Pass {
         self.admission.server_clock.map(|clock| clock.at_least(now))
     }
 
+    /// How many probes the server refused since its gate last had a healthy answer, where
+    /// that decides how long a guess closes the gate (`None`: the learned law does).
+    pub(crate) fn refused_probes(&self) -> Option<u32> {
+        if self.terms.learned {
+            return None;
+        }
+        let table = self.gates.registry.lock();
+        let gate = table.gates.get(&self.key);
+        Some(gate.map_or(0, |gate| gate.refused_probes()))
+    }
+
     /// Records what the response said; for a rate-limited `retry`, the call takes its place
     /// at the gate if the gate now holds its wait. Both under one lock: between recording a
     /// closure and joining its queue, nothing can forget the gate or let the call through.

@@ -490,7 +490,7 @@ mod tests {
             Some(Duration::from_secs(259_200)),
             "its call is returned at once"
         );
-        let closed = crate::budget::closure(answer, None, &settings, 0.0);
+        let closed = crate::budget::closure(answer, None, &settings, 0.0, || Some(0));
         assert_eq!(
             closed,
             Some(Duration::from_secs(5)),
@@ -498,7 +498,7 @@ mod tests {
         );
         let absurd = info(&[("retry-after", "99999999999999999999")]);
         assert_eq!(
-            crate::budget::closure(refused(&absurd), None, &settings, 0.0),
+            crate::budget::closure(refused(&absurd), None, &settings, 0.0, || Some(0)),
             None,
             "neither remembered nor guessed at"
         );

@@ -358,6 +358,13 @@ impl Gate {
         self.queues.len()
     }
 
+    /// How many probes the server refused since the key last had a healthy answer: each
+    /// doubles the guess that closes the key where the server named no time (see
+    /// `budget::closure`).
+    pub(crate) fn refused_probes(&self) -> u32 {
+        self.reopening.refused_probes()
+    }
+
     /// How many requests were let through and not answered.
     pub(crate) fn in_flight(&self) -> u32 {
         self.in_flight
@@ -988,6 +995,37 @@ mod tests {
         gate.answered(out[0], refused, open + 10 * MS);
         let next = gate.ask(backlog[out.len()], open + 10 * MS, &waker, TERMS);
         assert!(next.unwrap().probe.is_some());
+    }
+
+    #[test]
+    fn the_probes_refused_in_a_row_are_counted_until_a_healthy_answer() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let (_, waker) = waker();
+        // Refusals of requests that were no probe count nothing.
+        let first = gate.arrive_as(now, UNLEARNED).unwrap();
+        let second = gate.arrive_as(now, UNLEARNED).unwrap();
+        assert!(first.probe.is_none() && second.probe.is_none());
+        gate.answered(first, closed(now + 100 * MS), now + 10 * MS);
+        gate.answered(second, closed(now + 100 * MS), now + 10 * MS);
+        assert_eq!(gate.refused_probes(), 0);
+        // Each probe refused counts once, however many calls wait behind it.
+        let waiting: Vec<u64> = (0..4)
+            .map(|_| gate.arrive_as(now + 20 * MS, UNLEARNED).unwrap_err())
+            .collect();
+        let mut clock = now + 20 * MS;
+        for (refused, id) in (1..=3).zip(&waiting) {
+            let (probe, sent) = gate.poll_until_let_through(*id, clock, &waker, UNLEARNED);
+            assert!(probe.probe.is_some());
+            clock = sent + 10 * MS;
+            gate.answered(probe, closed(clock + 100 * MS), clock);
+            assert_eq!(gate.refused_probes(), refused);
+        }
+        // A healthy answer ends the row.
+        let (probe, sent) = gate.poll_until_let_through(waiting[3], clock, &waker, UNLEARNED);
+        assert!(probe.probe.is_some());
+        gate.answered(probe, HEALTHY, sent + 10 * MS);
+        assert_eq!(gate.refused_probes(), 0);
     }
 
     /// A gate whose calls have `terms`: three requests accepted one after the other from

@@ -2,7 +2,9 @@
 //! the calls that waited leave paced. Pure: callers pass `now` and what the gate knows.
 //!
 //! - After a closure the first request out is a probe: nobody else goes until it comes back,
-//!   so the episode costs at most that one refusal if the server still refuses. Where the gate
+//!   so the episode costs at most that one refusal if the server still refuses. The probes
+//!   refused since the key's last healthy answer are counted: each doubles the guess that
+//!   closes the key where the server names no time (`budget::closure`). Where the gate
 //!   learned how fast a server that publishes no quota lets the key go (`rules::learn`), that
 //!   law releases the calls it holds instead; the others still probe.
 //! - The backlog is the calls waiting when the probe came back healthy. Where the server gave
@@ -90,6 +92,8 @@ pub(super) struct Reopening {
     /// How long the last probe took to come back: the time each release takes when the rate
     /// is unknown.
     round_trip: Duration,
+    /// How many probes the server refused since the key last had a healthy answer.
+    refused_probes: u32,
 }
 
 impl Reopening {
@@ -113,6 +117,12 @@ impl Reopening {
     /// A healthy answer came back: the ramp lets one more out.
     pub(crate) fn healthy(&mut self) {
         self.ramp = self.ramp.saturating_add(1);
+        self.refused_probes = 0;
+    }
+
+    /// How many probes the server refused since the key last had a healthy answer.
+    pub(super) fn refused_probes(&self) -> u32 {
+        self.refused_probes
     }
 
     /// A window the server said was spent has reset: unless a 429's probe is owed or out, the
@@ -223,6 +233,7 @@ impl Reopening {
         }
         if refused {
             self.phase = Phase::Probe;
+            self.refused_probes = self.refused_probes.saturating_add(1);
             return;
         }
         // The healthy answer the release waited for: who waits now is the backlog.
