@@ -207,7 +207,7 @@ pub(crate) struct Answer {
 /// The key's guess is the first guess, doubled for each probe the server refused since the
 /// key last had a healthy answer (`refused_probes`, asked only then). A call's backoff grows
 /// with its own retries, and one unlucky call's caution is no reason to hold every other call;
-/// the server refusing the key's probes is. Where the learned law holds the key
+/// the server refusing the key's probes is. Where the gate's learned law holds the key
 /// (`refused_probes` is `None`), the law's reset is its guess of the window, and the call's
 /// guessed wait only bounds it until the law has one.
 ///

@@ -236,6 +236,47 @@ async fn a_call_the_store_held_after_waiting_at_its_gate_is_sent_only_on_a_ready
     );
 }
 
+/// In a fleet too, a guess is the key's, not one call's: a call refused on its fourth attempt
+/// (three 503s before) sleeps its own grown backoff, 2 to 4 s, but the store holds another
+/// process only for the first guess, at most half a second, as no probe of the key was refused.
+/// The fleet's store keeps each closure as told, so nothing else would end the call's guess.
+#[tokio::test(start_paused = true)]
+async fn a_guess_closes_the_fleet_for_the_keys_refused_probes_not_for_one_calls_retries() {
+    let limiter = Limiter::new(Model::ClosedUntil(Instant::now()), Headers::None).scripted(vec![
+        (503, vec![]),
+        (503, vec![]),
+        (503, vec![]),
+        (429, vec![]),
+    ]);
+    let store = Arc::new(MemoryStore::new());
+    let process = || {
+        RateLimitLayer::new()
+            .gates(Gates::with_store(store.clone()))
+            .jitter_seed(7)
+            .layer(limiter.clone())
+    };
+    let request = || {
+        Request::get("http://api.test/items")
+            .body(String::new())
+            .unwrap()
+    };
+    // Both made now: a process reads the store's wall clock from when its gates were made,
+    // and on the paused clock a later one would read it behind.
+    let (first, second) = (process(), process());
+    let unlucky = tokio::spawn(first.oneshot(request()));
+    while limiter.refused() == 0 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let refused_at = Instant::now();
+    let other = second.oneshot(request()).await.unwrap();
+    assert_eq!(other.status(), 200);
+    let held = Instant::now() - refused_at;
+    assert!(held <= SECOND / 2, "the other process held {held:?}");
+    assert_eq!(unlucky.await.unwrap().unwrap().status(), 200);
+    assert!(Instant::now() - refused_at >= 2 * SECOND, "its own backoff");
+    assert_eq!(limiter.log().len(), 6);
+}
+
 /// A call the store holds, its own gate knowing nothing, asks the operator's hook before its
 /// first attempt, as a wait at its gate would: a veto ends it at once, sending nothing.
 #[tokio::test(start_paused = true)]

@@ -83,9 +83,11 @@ impl Pass {
     }
 
     /// How many probes the server refused since its gate last had a healthy answer, where
-    /// that decides how long a guess closes the gate (`None`: the learned law does).
+    /// that decides how long a guess closes the gate (`None`: the gate's learned law does,
+    /// ending the guess by its reset; a fleet's store keeps each closure as told, so a call
+    /// sharing one takes the key's guess).
     pub(crate) fn refused_probes(&self) -> Option<u32> {
-        if self.terms.learned {
+        if self.terms.learned && !self.terms.fleet {
             return None;
         }
         let table = self.gates.registry.lock();
