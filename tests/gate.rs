@@ -813,6 +813,39 @@ async fn a_guess_closes_the_key_for_its_refused_probes_not_for_one_calls_retries
     assert_eq!(limiter.log().len(), 6);
 }
 
+/// The key's guess doubles with each of its probes the server refuses: a key refused three
+/// times in a row from its first request (the slow start's probe, then the probe after each
+/// closure) is closed for the third guess, 1 to 2 s, where its first closure was at most half a
+/// second.
+#[tokio::test(start_paused = true)]
+async fn a_guess_doubles_with_each_probe_the_server_refuses() {
+    let limiter = Limiter::new(Model::ClosedUntil(Instant::now()), Headers::None).scripted(vec![
+        (429, vec![]),
+        (429, vec![]),
+        (429, vec![]),
+    ]);
+    let gates = Gates::new();
+    let layer = RateLimitLayer::new()
+        .gates(gates.clone())
+        .learn_limits(false)
+        .jitter_seed(7);
+    let call = spawn_calls(&layer, &limiter, 1);
+    let mut closures = Vec::new();
+    for refused in 1..=3 {
+        while limiter.refused() < refused {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let closed_for = gates.snapshot(&key()).and_then(|gate| gate.closed_for());
+        closures.push(closed_for.expect("each refusal closed the key"));
+    }
+    assert!(closures[0] <= SECOND / 2, "{closures:?}");
+    assert!(
+        closures[2] >= SECOND && closures[2] <= 2 * SECOND,
+        "{closures:?}"
+    );
+    assert_eq!(statuses(call).await, [200]);
+}
+
 /// A shared store merges reports of different windows by the gate's rule, not into the
 /// smallest count and the latest reset: a per-second window's zero holds every process until
 /// its own reset, not a per-minute one's, and a spent window of half a second is not stretched
