@@ -399,9 +399,9 @@ mod tests {
             closed_for(false, Action::RateLimited, Some(0)),
             Some(SECOND / 4)
         );
-        // A 429 on a call's fifth attempt, without an instruction: the key's guess, the first
+        // A 429 on a call's later attempt, without an instruction: the key's guess, the first
         // while the key's probes were not refused, doubled for each that was; not the call's
-        // own backoff, grown by its retries.
+        // own backoff, grown by its retries to 4 s.
         assert_eq!(
             closed_for(true, Action::RateLimited, Some(0)),
             Some(SECOND / 4)
