@@ -264,9 +264,7 @@ async fn a_guess_closes_the_fleet_for_the_keys_refused_probes_not_for_one_calls_
     // and on the paused clock a later one would read it behind.
     let (first, second) = (process(), process());
     let unlucky = tokio::spawn(first.oneshot(request()));
-    while limiter.refused() == 0 {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    limiter.until_refused(1).await;
     let refused_at = Instant::now();
     let other = second.oneshot(request()).await.unwrap();
     assert_eq!(other.status(), 200);

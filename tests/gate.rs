@@ -793,17 +793,11 @@ async fn a_guess_closes_the_key_for_its_refused_probes_not_for_one_calls_retries
         (429, vec![]),
     ]);
     let gates = Gates::new();
-    let layer = RateLimitLayer::new()
-        .gates(gates.clone())
-        .learn_limits(false)
-        .jitter_seed(7);
+    let layer = not_learning(&gates);
     let unlucky = spawn_calls(&layer, &limiter, 1);
-    while limiter.refused() == 0 {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    limiter.until_refused(1).await;
     let refused_at = Instant::now();
-    let closed_for = gates.snapshot(&key()).and_then(|gate| gate.closed_for());
-    let closed_for = closed_for.expect("the 429 closed the key");
+    let closed_for = closed_for(&gates);
     assert!(closed_for <= SECOND / 2, "closed for {closed_for:?}");
     let next = spawn_calls(&layer, &limiter, 1);
     assert_eq!(statuses(next).await, [200]);
@@ -825,18 +819,11 @@ async fn a_guess_doubles_with_each_probe_the_server_refuses() {
         (429, vec![]),
     ]);
     let gates = Gates::new();
-    let layer = RateLimitLayer::new()
-        .gates(gates.clone())
-        .learn_limits(false)
-        .jitter_seed(7);
-    let call = spawn_calls(&layer, &limiter, 1);
+    let call = spawn_calls(&not_learning(&gates), &limiter, 1);
     let mut closures = Vec::new();
     for refused in 1..=3 {
-        while limiter.refused() < refused {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        let closed_for = gates.snapshot(&key()).and_then(|gate| gate.closed_for());
-        closures.push(closed_for.expect("each refusal closed the key"));
+        limiter.until_refused(refused).await;
+        closures.push(closed_for(&gates));
     }
     assert!(closures[0] <= SECOND / 2, "{closures:?}");
     assert!(
@@ -844,6 +831,20 @@ async fn a_guess_doubles_with_each_probe_the_server_refuses() {
         "{closures:?}"
     );
     assert_eq!(statuses(call).await, [200]);
+}
+
+/// A layer on `gates` that does not learn limits, its jitter seeded.
+fn not_learning(gates: &Gates) -> RateLimitLayer {
+    RateLimitLayer::new()
+        .gates(gates.clone())
+        .learn_limits(false)
+        .jitter_seed(7)
+}
+
+/// How long api.test's gate is closed for, where a refusal just closed it.
+fn closed_for(gates: &Gates) -> Duration {
+    let gate = gates.snapshot(&key()).expect("the key has a gate");
+    gate.closed_for().expect("the refusal closed the key")
 }
 
 /// A shared store merges reports of different windows by the gate's rule, not into the

@@ -117,6 +117,14 @@ impl Limiter {
             .count()
     }
 
+    /// Returns once the limiter has refused `times` requests, looking every millisecond of
+    /// tokio's clock.
+    pub async fn until_refused(&self, times: usize) {
+        while self.refused() < times {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
     fn answer(&self) -> Response<String> {
         let now = Instant::now();
         let mut state = self.state.lock().unwrap();
