@@ -124,20 +124,18 @@ async fn serve(limiter: Arc<Mutex<Limiter>>) -> std::io::Result<SocketAddr> {
 }
 
 /// One worker process: its own runtime, client, gates (on Redis at `redis`, or its own) and
-/// `workers` workers taking calls from the fleet's `next` until `requests` are done. It runs
-/// until every process has counted itself `ended`, as the processes of a fleet outlive their
-/// last call: a runtime dropped at once would drop what it still tells the store (its last
-/// answers), and the others would wait on requests the store counts out. Returns how many
-/// calls it completed.
+/// `workers` workers taking calls from the fleet's `next` until `requests` are done. Before
+/// its runtime goes it flushes its gates, as a process of a fleet does before it exits: what
+/// it still tells the store (its last answers) would go with the runtime, and the others
+/// would wait on requests the store counts out. Returns how many calls it completed.
 fn process(
     args: &Args,
     url: String,
     redis: Option<String>,
     prefix: String,
     next: Arc<AtomicUsize>,
-    ended: Arc<AtomicUsize>,
 ) -> std::thread::JoinHandle<Result<usize, String>> {
-    let (workers, requests, processes) = (args.workers, args.requests, args.processes);
+    let (workers, requests) = (args.workers, args.requests);
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -152,7 +150,7 @@ fn process(
                 None => Gates::new(),
             };
             let http = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
-            let client = RateLimitLayer::new().gates(gates).layer(http);
+            let client = RateLimitLayer::new().gates(gates.clone()).layer(http);
             let mut tasks = Vec::new();
             for _ in 0..workers {
                 let (client, url, next) = (client.clone(), url.clone(), next.clone());
@@ -177,10 +175,7 @@ fn process(
             for task in tasks {
                 done += task.await.map_err(|error| error.to_string())?;
             }
-            ended.fetch_add(1, Ordering::Relaxed);
-            while ended.load(Ordering::Relaxed) < processes {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
+            gates.flush().await;
             Ok(done)
         })
     })
@@ -205,13 +200,11 @@ async fn run(args: &Args, headers: Headers, redis: Option<&str>) -> Result<Run, 
     let url = format!("http://{address}/items");
     let prefix = format!("fleet:{}:{}:", std::process::id(), headers.flag());
     let next = Arc::new(AtomicUsize::new(0));
-    let ended = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let processes: Vec<_> = (0..args.processes)
         .map(|_| {
             let redis = redis.map(str::to_owned);
-            let (next, ended) = (next.clone(), ended.clone());
-            process(args, url.clone(), redis, prefix.clone(), next, ended)
+            process(args, url.clone(), redis, prefix.clone(), next.clone())
         })
         .collect();
     if let (Some(redis), Some(after)) = (redis, args.kill_redis_after) {

@@ -5,14 +5,17 @@
 #[path = "support/limiter.rs"]
 mod limiter;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use http::Request;
 use limiter::{Algorithm, Headers, Limiter, Model, retry_after};
 use tokio::time::Instant;
 use tower::{Layer, ServiceExt};
-use tower_retry_after::store::{MemoryStore, Window, WindowStore};
+use tower_retry_after::store::{
+    MemoryStore, Reservation, Respects, StoreFuture, Ticket, Window, WindowStore,
+};
 use tower_retry_after::{Gates, HeldBy, Key, Notice, RateLimitLayer, Throttled};
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -349,4 +352,84 @@ async fn an_instruction_beyond_the_cap_fails_every_process_fast_until_it_passes(
     tokio::time::sleep(3600 * SECOND).await;
     assert_eq!(second.oneshot(request()).await.unwrap().status(), 200);
     assert_eq!(limiter.log().len(), 2);
+}
+
+/// A store a round trip away: it hears each question 10 ms after it is asked, as a store
+/// across a network does.
+struct Distant(Arc<MemoryStore>);
+
+const TO_THE_STORE: Duration = Duration::from_millis(10);
+
+impl WindowStore for Distant {
+    fn reserve(&self, key: &Key, respects: Respects, now: SystemTime) -> StoreFuture<Reservation> {
+        let (store, key) = (self.0.clone(), key.clone());
+        Box::pin(async move {
+            tokio::time::sleep(TO_THE_STORE).await;
+            store.reserve(&key, respects, now).await
+        })
+    }
+
+    fn merge(
+        &self,
+        key: &Key,
+        window: Window,
+        ticket: Option<Ticket>,
+        now: SystemTime,
+    ) -> StoreFuture<()> {
+        let (store, key) = (self.0.clone(), key.clone());
+        Box::pin(async move {
+            tokio::time::sleep(TO_THE_STORE).await;
+            store.merge(&key, window, ticket, now).await
+        })
+    }
+}
+
+/// A process that flushes its gates before its runtime goes has told the fleet its last
+/// answer: an hour's closure it met holds the next process, which sends nothing. (Unflushed,
+/// the answer's task is dropped with the runtime and the next process is refused again.)
+#[test]
+fn a_process_that_flushes_its_gates_before_it_exits_leaves_the_fleet_its_last_answer() {
+    let store = Arc::new(Distant(Arc::new(MemoryStore::new())));
+    let sent = Arc::new(AtomicUsize::new(0));
+    let server = tower::service_fn({
+        let sent = sent.clone();
+        move |_: Request<String>| {
+            sent.fetch_add(1, Ordering::Relaxed);
+            async {
+                http::Response::builder()
+                    .status(429)
+                    .header("retry-after", "3600")
+                    .body(String::new())
+            }
+        }
+    });
+    // Each process its own runtime, dropped when its call is done, as a process's at exit.
+    let process = || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let gates = Gates::with_store(store.clone());
+            let client = RateLimitLayer::new()
+                .gates(gates.clone())
+                .layer(server.clone());
+            let request = Request::get("http://api.test/items")
+                .body(String::new())
+                .unwrap();
+            let answer = client.oneshot(request).await;
+            gates.flush().await;
+            answer
+        })
+    };
+    let refused = process().expect("the 429 itself");
+    assert_eq!(
+        refused.status(),
+        429,
+        "an hour is over the cap: returned at once"
+    );
+    let error = process().expect_err("held by the first process's closure");
+    assert!(error.downcast_ref::<Throttled>().is_some(), "{error}");
+    assert_eq!(sent.load(Ordering::Relaxed), 1);
 }

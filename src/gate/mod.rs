@@ -251,6 +251,37 @@ impl Gates {
         self.registry.lock().gates.keys().cloned().collect()
     }
 
+    /// Waits until these gates have told their store everything their calls learned: each
+    /// answer merged, each reservation no call used given back. Await it after a process's
+    /// last call returns and before its runtime is dropped: what a call tells the store is
+    /// told by a task on the runtime the call ran on, and a task dropped with its runtime
+    /// leaves the fleet counting its request out (holding the others behind it for up to
+    /// 10 s where the fleet's learned pace holds the key, a minute against a reported quota).
+    ///
+    /// Bounded: a store that does not answer is given up on after 5 s (10 s for a reservation
+    /// given back). Calls still under way are not waited for, only what ended calls told.
+    /// Without a store it resolves at once.
+    ///
+    /// ```
+    /// use tower_retry_after::store::MemoryStore;
+    /// use tower_retry_after::{Gates, RateLimitLayer};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let gates = Gates::with_store(MemoryStore::new());
+    /// let layer = RateLimitLayer::new().gates(gates.clone());
+    /// // … the process's calls through `layer`, until its last has returned …
+    /// # let _ = layer;
+    /// gates.flush().await;
+    /// // Now the runtime may go: the fleet has heard every answer.
+    /// # }
+    /// ```
+    pub async fn flush(&self) {
+        if let Some(shared) = &self.registry.shared {
+            shared.told().await;
+        }
+    }
+
     /// A call on `key`'s handle on its gate, through a layer with `settings`; the call spends
     /// `cost` of the key's token meters, if it declares one.
     pub(crate) fn call(&self, key: Key, cost: Option<TokenCost>, settings: &Settings) -> Call {

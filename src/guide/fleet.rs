@@ -38,13 +38,14 @@
 //!   it, or while Redis is down, the call goes by its own process's gates alone; the outage is
 //!   logged once (a `warn` event), Redis is tried once a second, and rejoined when it answers.
 //!   Nothing it missed can bring a gate forward.
-//! - **A process's last answers need its runtime.** What a call tells the store is written by
-//!   a task on the runtime the call ran on: a process that drops its runtime the moment its
+//! - **A process flushes its gates before it exits.** What a call tells the store is written
+//!   by a task on the runtime the call ran on: a process that drops its runtime the moment its
 //!   last call returns may drop what it still owed the store, and the fleet counts those
 //!   requests out, held behind them for up to 10 s where the learned pace holds it (a minute
-//!   against a reported quota). Keep the runtime a round trip to the store longer before a
-//!   process exits (the `fleet` example keeps each until all have ended: without it, 2 runs of
-//!   18 ended with their last calls 10 s apart).
+//!   against a reported quota). `gates.flush().await` ([`Gates::flush`](crate::Gates::flush))
+//!   waits until all of it is told, at most 10 s against a store that does not answer (the
+//!   `fleet` example flushes each process's gates; without it, 2 runs of 18 ended with their
+//!   last calls 10 s apart).
 //! - **Waiters learn of an opening without polling.** Closures and resets are times: a held
 //!   call sleeps until the time the store named, and its process's gate holds the others till
 //!   then. The only repeated asking is at a restored window's reset, every 50 ms until the

@@ -2,17 +2,18 @@
 //! path and off the gates' lock), and a call waits for the answer within a deadline; past it,
 //! or while the store is out, the gates go by what their process knows alone. An outage is told once, when it begins, and
 //! once when the store answers again; meanwhile one call a second tries the store, the others
-//! do not wait for it.
+//! do not wait for it. What the tasks still owe the store can be awaited
+//! ([`Shared::told`]), so that a process can tell the fleet everything before it exits.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, ready};
 use std::time::{Duration, SystemTime};
 
 use tokio::runtime::Handle;
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 use tokio::time::{Instant, Timeout, timeout};
 
 use super::{Reservation, Respects, StoreError, Ticket, Window, WindowStore};
@@ -31,11 +32,12 @@ const RETRY: Duration = Duration::from_secs(1);
 /// counts as out that was never sent.
 const LATE: Duration = Duration::from_secs(5);
 
-/// A store, how long to wait for it, and whether it is out.
+/// A store, how long to wait for it, whether it is out, and what its tasks still owe it.
 pub(crate) struct Shared {
     store: Arc<dyn WindowStore>,
     deadline: Duration,
     outage: Arc<Outage>,
+    untold: Arc<Untold>,
 }
 
 impl Shared {
@@ -44,7 +46,14 @@ impl Shared {
             store,
             deadline,
             outage: Arc::default(),
+            untold: Arc::default(),
         }
+    }
+
+    /// Resolves once every task asking the store has ended: answered, failed, or given up
+    /// after [`LATE`] (twice that for a reservation no call waited for, given back).
+    pub(crate) async fn told(&self) {
+        self.untold.none_left().await;
     }
 
     /// Asks for a reservation for a request on `key` about to go at `now`; `None` when the
@@ -62,7 +71,9 @@ impl Shared {
         let asked = self.store.reserve(key, respects, now);
         let (store, key, outage) = (self.store.clone(), key.clone(), self.outage.clone());
         let (answer, waiting) = oneshot::channel();
+        let owed = self.untold.owe();
         runtime.spawn(async move {
+            let _owed = owed;
             let reservation = outage.heard(timeout(LATE, asked).await);
             if let Err(Some(Reservation::Granted(ticket))) = answer.send(reservation) {
                 // Nobody waits for it any more: the request it was for is not sent.
@@ -87,8 +98,11 @@ impl Shared {
             return;
         }
         let merged = self.store.merge(key, window, ticket, now);
-        let outage = self.outage.clone();
-        runtime.spawn(async move { outage.heard(timeout(LATE, merged).await) });
+        let (outage, owed) = (self.outage.clone(), self.untold.owe());
+        runtime.spawn(async move {
+            let _owed = owed;
+            outage.heard(timeout(LATE, merged).await)
+        });
     }
 }
 
@@ -122,6 +136,46 @@ impl Reserving {
                 None
             }
         })
+    }
+}
+
+/// The tasks asking the store that have not ended, and a way to wait until none is left.
+#[derive(Default)]
+struct Untold {
+    tasks: AtomicUsize,
+    none_left: Notify,
+}
+
+impl Untold {
+    /// Counts a task until what it returns is dropped: when the task ends, or with the runtime
+    /// that would have run it.
+    fn owe(self: &Arc<Self>) -> Owed {
+        self.tasks.fetch_add(1, Ordering::AcqRel);
+        Owed(self.clone())
+    }
+
+    async fn none_left(&self) {
+        loop {
+            // Registered before the count is read, so an end between the two still wakes it.
+            let ended = self.none_left.notified();
+            let mut ended = std::pin::pin!(ended);
+            ended.as_mut().enable();
+            if self.tasks.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            ended.await;
+        }
+    }
+}
+
+/// One task's debt to the store, paid when dropped.
+struct Owed(Arc<Untold>);
+
+impl Drop for Owed {
+    fn drop(&mut self) {
+        if self.0.tasks.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.none_left.notify_waiters();
+        }
     }
 }
 
@@ -192,7 +246,6 @@ mod tests {
     use super::*;
     use crate::gate::MemoryStore;
     use crate::gate::store::StoreFuture;
-    use std::sync::atomic::AtomicUsize;
 
     /// A store that never answers, counting the questions it was asked.
     #[derive(Default)]
@@ -281,6 +334,21 @@ mod tests {
         assert!(matches!(answered, Some(Reservation::Granted(_))));
         assert!(ask(&shared).is_some());
         assert!(ask(&shared).is_some(), "every call asks again");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn what_a_process_owes_the_store_is_awaited_until_the_store_is_given_up_on() {
+        let shared = Shared::new(Arc::new(Silent::default()), DEADLINE);
+        let started = Instant::now();
+        shared.told().await;
+        assert_eq!(started.elapsed(), Duration::ZERO, "nothing owed");
+        drop(ask(&shared));
+        let key = Key::named("api");
+        shared.merge(&key, Window::default(), None, SystemTime::now());
+        shared.told().await;
+        assert_eq!(started.elapsed(), LATE, "every task gave up at once");
+        shared.told().await;
+        assert_eq!(started.elapsed(), LATE, "owed nothing more");
     }
 
     #[tokio::test(start_paused = true)]
