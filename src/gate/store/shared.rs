@@ -315,6 +315,12 @@ mod tests {
         let warnings = Arc::new(AtomicUsize::new(0));
         let subscriber = tracing_subscriber::registry().with(Warnings(warnings.clone()));
         let _told = tracing::subscriber::set_default(subscriber);
+        // tracing decides once, process-wide, whether a call site's events are wanted, on the
+        // thread that first reaches it: a test running beside this one with no subscriber
+        // would decide "never". Reached here first, then decided again on this thread.
+        Outage::default().failed(&"reached");
+        tracing::callsite::rebuild_interest_cache();
+        warnings.store(0, Ordering::Relaxed);
         let shared = Shared::new(Arc::new(Silent::default()), DEADLINE);
         // Three tries a second apart, none answered: one outage, told once, not once a try.
         for _ in 0..3 {
