@@ -418,7 +418,7 @@ impl Change {
                     quota: window
                         .quota
                         .and_then(|(left, reset)| Some((left, there(reset)?))),
-                    limit: window.limit,
+                    ..window
                 };
                 ledger.merge(window, ticket, redis_now);
                 None
@@ -446,7 +446,7 @@ impl Change {
                         window: Window {
                             closed_until: window.closed_until.map(here),
                             quota: window.quota.map(|(left, reset)| (left, here(reset))),
-                            limit: window.limit,
+                            ..window
                         },
                     },
                     granted => granted,
@@ -590,11 +590,11 @@ mod tests {
             respects: Respects,
             after: u64,
         },
-        /// The answer to the `nth` request out: accepted, refused until `closed` ms on, or
-        /// with a meter of `left` to a reset `reset` ms on.
+        /// The answer to the `nth` request out: accepted, refused until `closed` ms on (named
+        /// or guessed), or with a meter of `left` to a reset `reset` ms on.
         Answer {
             nth: usize,
-            closed: Option<u64>,
+            closed: Option<(u64, bool)>,
             meter: Option<(u64, u64)>,
             after: u64,
         },
@@ -602,7 +602,7 @@ mod tests {
 
     fn event() -> impl proptest::strategy::Strategy<Value = Event> {
         use proptest::prelude::*;
-        let closed = proptest::option::weighted(0.3, 1..3_000u64);
+        let closed = proptest::option::weighted(0.3, (1..3_000u64, any::<bool>()));
         let meter = proptest::option::weighted(0.05, (0..5u64, 1..2_000u64));
         prop_oneof![
             (0..10u8, 0..400u64).prop_map(|(draw, after)| {
@@ -654,9 +654,10 @@ mod tests {
                         let ticket = (!out.is_empty()).then(|| out.remove(nth % out.len()));
                         let later = |millis| now + Duration::from_millis(millis);
                         let window = Window {
-                            closed_until: closed.map(later),
+                            closed_until: closed.map(|(until, _)| later(until)),
                             quota: meter.map(|(left, reset)| (left, later(reset))),
                             limit: None,
+                            guessed: closed.is_some_and(|(_, guessed)| guessed),
                         };
                         kept.merge(window, ticket, now);
                         read.merge(window, ticket, now);
@@ -685,6 +686,7 @@ mod tests {
             closed_until: Some(answered + Duration::from_secs(1)),
             quota: None,
             limit: None,
+            guessed: false,
         };
         for (nth, ticket) in tickets.into_iter().enumerate() {
             let window = if nth < 2 { Window::default() } else { refused };
@@ -724,6 +726,17 @@ mod tests {
         // The law no longer keeps whether a rate was proven: a ledger that does still reads.
         let older = kept.replace("\"rate_owing\":", "\"rate_proven\":true,\"rate_owing\":");
         assert_ne!(older, kept, "the field it follows is written: {kept}");
+        reads_as(&older, &kept);
+    }
+
+    #[test]
+    fn a_ledger_kept_before_its_reservations_told_whether_their_call_learns_still_reads() {
+        let mut ledger = Ledger::default();
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        ledger.reserve(now, Respects::REPORTED);
+        let kept = serde_json::to_string(&ledger).unwrap();
+        let older = kept.replace(",\"learns\":false", "");
+        assert_ne!(older, kept, "the field is written: {kept}");
         reads_as(&older, &kept);
     }
 

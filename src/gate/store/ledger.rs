@@ -56,6 +56,10 @@ pub(crate) struct Reserved {
     /// How many reports of the window the ledger had taken in when it went.
     #[cfg_attr(feature = "redis", serde(default))]
     pub(super) seen: u32,
+    /// Its call is paced by what the fleet learned: the law may end its guessed closure
+    /// sooner. A layer that does not learn keeps its own guess whole.
+    #[cfg_attr(feature = "redis", serde(default))]
+    pub(super) learns: bool,
 }
 
 impl Ledger {
@@ -81,6 +85,7 @@ impl Ledger {
                 .filter(|_| !self.reported.is_restored())
                 .map(|quota| (quota.remaining, quota.reset_at)),
             limit: self.reported.limit(),
+            guessed: false,
         }
     }
 
@@ -163,6 +168,7 @@ impl Ledger {
             until: now.later(OUT_AT_MOST),
             tag: Some(tag),
             seen: self.reported.taken(),
+            learns: respects.learned(),
         };
         self.out.insert(self.issued, reserved);
         Reservation::Granted(Ticket::new(self.issued))
@@ -183,10 +189,8 @@ impl Ledger {
     pub(crate) fn merge(&mut self, window: Window, ticket: Option<Ticket>, now: SystemTime) {
         let reserved = ticket.and_then(|ticket| self.out.remove(&ticket.get()));
         let tag = reserved.and_then(|reserved| reserved.tag);
-        let closed = window.closed_until.filter(|until| *until > now);
-        if let Some(until) = closed {
-            self.closure.extend(until, HeldBy::Fleet);
-        }
+        let learns = reserved.is_some_and(|reserved| reserved.learns);
+        let mut closed = window.closed_until.filter(|until| *until > now);
         self.reported.report_limit(window.limit);
         match window.quota.filter(|(_, reset)| *reset > now) {
             Some((remaining, reset_at)) => {
@@ -200,15 +204,21 @@ impl Ledger {
                 self.reported.report(quota, None, None, went, now);
             }
             None if !self.reported.is_known() => match (tag, closed) {
-                // A store cannot tell a guessed closure from a named one (a `Window` does
-                // not say): each is learned as named and kept whole.
+                // A guess ends by the law's next reset, where that is sooner, as at a gate.
                 (Some(tag), Some(until)) => {
-                    self.learn.refused(tag, now, Some(until), Some(until));
+                    let named = (!window.guessed).then_some(until);
+                    let kept = self.learn.refused(tag, now, named, Some(until));
+                    if learns {
+                        closed = kept;
+                    }
                 }
                 (Some(tag), None) => self.learn.accepted(tag, tag.sent(), now),
                 (None, _) => {}
             },
             None => {}
+        }
+        if let Some(until) = closed {
+            self.closure.extend(until, HeldBy::Fleet);
         }
     }
 }
@@ -224,6 +234,7 @@ mod tests {
             closed_until: None,
             quota: Some((remaining, reset)),
             limit,
+            guessed: false,
         }
     }
 
@@ -343,6 +354,7 @@ mod tests {
             closed_until: Some(until),
             quota: None,
             limit: None,
+            guessed: false,
         };
         ledger.merge(closed(now + 10 * SECOND), None, now);
         ledger.merge(closed(now + 2 * SECOND), None, now);
@@ -446,6 +458,69 @@ mod tests {
             None,
             "a call that does not learn limits is not held by what the fleet learned"
         );
+    }
+
+    /// A ledger told nothing by the server: three requests accepted, a fourth refused (a
+    /// guessed 400 ms), a fifth accepted after that closure (which gives the law its period),
+    /// a sixth refused, closed for `closure` from when it was heard, a guess or not; each
+    /// reserved by a call that `respects`. When that refusal was heard.
+    fn learned_a_period_then_refused(
+        ledger: &mut Ledger,
+        now: SystemTime,
+        closure: Duration,
+        guessed: bool,
+        respects: Respects,
+    ) -> SystemTime {
+        let mut clock = now;
+        for nth in 0..6 {
+            let ticket = loop {
+                match ledger.reserve(clock, respects) {
+                    Reservation::Granted(ticket) => break ticket,
+                    Reservation::NotBefore { until, .. } => clock = until.max(clock + MS),
+                }
+            };
+            clock += 20 * MS;
+            let closed = |until, guessed| Window {
+                closed_until: Some(until),
+                guessed,
+                ..Window::default()
+            };
+            let answer = match nth {
+                3 => closed(clock + 400 * MS, true),
+                5 => closed(clock + closure, guessed),
+                _ => Window::default(),
+            };
+            ledger.merge(answer, Some(ticket), clock);
+        }
+        clock
+    }
+
+    #[test]
+    fn a_guess_ends_by_the_laws_next_reset_and_a_named_closure_is_kept_whole() {
+        const ALL: Respects = Respects::ALL;
+        const REPORTED: Respects = Respects::REPORTED;
+        let now = SystemTime::now();
+        let mut ledger = Ledger::default();
+        let heard = learned_a_period_then_refused(&mut ledger, now, 3 * SECOND, true, ALL);
+        let reset = ledger
+            .learn
+            .current_until(heard)
+            .expect("the law guesses a reset");
+        assert!(reset > heard && reset < heard + 3 * SECOND);
+        // Both are guesses: the law's, from what the key accepted, holds every process.
+        assert_eq!(ledger.window(heard).closed_until, Some(reset));
+        assert_eq!(held_until(&mut ledger, heard, Respects::ALL), Some(reset));
+
+        // The server's instruction is no guess: it holds whole.
+        let mut ledger = Ledger::default();
+        let heard = learned_a_period_then_refused(&mut ledger, now, 3 * SECOND, false, ALL);
+        assert_eq!(ledger.window(heard).closed_until, Some(heard + 3 * SECOND));
+
+        // A layer that does not learn keeps its own guess whole, as at its gate.
+        let mut ledger = Ledger::default();
+        let heard = learned_a_period_then_refused(&mut ledger, now, 3 * SECOND, true, REPORTED);
+        assert!(ledger.learn.current_until(heard).is_some());
+        assert_eq!(ledger.window(heard).closed_until, Some(heard + 3 * SECOND));
     }
 
     #[test]
@@ -586,6 +661,7 @@ mod tests {
             closed_until: Some(reset),
             quota: Some((0, reset)),
             limit: None,
+            guessed: false,
         };
         ledger.merge(over, None, reset);
         assert_eq!(ledger, before);

@@ -37,6 +37,7 @@ use crate::throttled::HeldBy;
 ///     closed_until: None,
 ///     quota: Some((0, now + Duration::from_secs(30))),
 ///     limit: Some(5_000),
+///     guessed: false,
 /// };
 /// assert!(spent.is_current(now));
 /// assert!(!spent.is_current(now + Duration::from_secs(30)), "over at its reset");
@@ -49,6 +50,9 @@ pub struct Window {
     pub quota: Option<(u64, SystemTime)>,
     /// The whole quota a window, where the server gave it.
     pub limit: Option<u64>,
+    /// The server named no time: `closed_until` is the layer's guess, which the law that
+    /// learns an unpublished limit may end sooner, at its next reset (as a gate does).
+    pub guessed: bool,
 }
 
 impl Window {
@@ -85,6 +89,7 @@ impl Window {
                 .quota
                 .map(|quota| (quota.remaining, clocks.wall(quota.reset_at))),
             limit: report.limit,
+            guessed: matches!(report.closed_by, Some(HeldBy::Guess { .. })),
         }
     }
 
@@ -362,6 +367,26 @@ mod tests {
             ..Report::default()
         };
         assert_eq!(Window::from_report(kept, &clocks).to_report(&clocks), taken);
+    }
+
+    #[test]
+    fn a_closure_is_shared_as_a_guess_only_where_the_server_named_no_time() {
+        let clocks = Anchor::now();
+        let now = tokio::time::Instant::now();
+        let closed_by = |by| Report {
+            refused: true,
+            closed_until: Some(now + SECOND),
+            closed_by: Some(by),
+            ..Report::default()
+        };
+        let status = http::StatusCode::TOO_MANY_REQUESTS;
+        let guess = closed_by(HeldBy::Guess { status });
+        assert!(Window::from_report(guess, &clocks).guessed);
+        let named = Report {
+            instructed_until: Some(now + SECOND),
+            ..closed_by(HeldBy::RetryAfter { status })
+        };
+        assert!(!Window::from_report(named, &clocks).guessed);
     }
 
     #[test]

@@ -71,6 +71,7 @@ pub(super) struct Round<T> {
     pub(super) trial_refused: bool,
     /// The latest instruction its refusals named (`Some(None)`: refused, none named); when
     /// the first was heard; the latest refused send; what they cost.
+    #[cfg_attr(feature = "redis", serde(with = "refusal"))]
     pub(super) refused: Option<Option<T>>,
     /// The earliest instruction: each bounds the same window's end, never early.
     pub(super) earliest: Option<T>,
@@ -148,5 +149,47 @@ impl<T: Moment> Round<T> {
     /// When the window it counts against began, at the latest it can tell.
     pub(super) fn window(&self) -> Option<T> {
         self.probing.filter(|_| !self.probed).or(self.began)
+    }
+}
+
+/// [`Round::refused`] in a ledger's JSON: `null` before a refusal, the end of the instruction
+/// where one was named, `"unnamed"` where none was. (JSON has one `null`: derived, a refusal
+/// without an instruction would read back as no refusal at all.)
+#[cfg(feature = "redis")]
+mod refusal {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Wire<T> {
+        Unnamed(Unnamed),
+        Named(T),
+    }
+
+    #[derive(Serialize, Deserialize)]
+    enum Unnamed {
+        #[serde(rename = "unnamed")]
+        Unnamed,
+    }
+
+    pub(super) fn serialize<T: Serialize, S: Serializer>(
+        refused: &Option<Option<T>>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        let wire = refused.as_ref().map(|named| match named {
+            Some(until) => Wire::Named(until),
+            None => Wire::Unnamed(Unnamed::Unnamed),
+        });
+        wire.serialize(serializer)
+    }
+
+    pub(super) fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Option<T>>, D::Error> {
+        let wire = Option::<Wire<T>>::deserialize(deserializer)?;
+        Ok(wire.map(|wire| match wire {
+            Wire::Named(until) => Some(until),
+            Wire::Unnamed(_) => None,
+        }))
     }
 }
