@@ -53,7 +53,12 @@
 //! - **Without meters, the fleet learns the limit together, by the gate's own law** (see the
 //!   [learning guide](crate::guide::learning)): the ledger runs it on the store's clock,
 //!   counting every process's requests out, and holds each reservation by it; a process's own
-//!   gate leaves that pace to the store. Dropped as soon as a meter speaks. A call the law
+//!   gate leaves that pace to the store: after a closure it still probes, then lets the calls
+//!   it held go at once for the store to pace (its own ramp would spread the burst the law
+//!   lets go at a reset), once the key was refused after an accepted answer (the law knows it
+//!   by then). A refusal the server named no time for is learned as the guess it is (a
+//!   `Window` says so: `guessed`) and, for calls the law paces, ends by the law's next reset
+//!   where that is sooner, as at a gate. Dropped as soon as a meter speaks. A call the law
 //!   holds while requests are out asks again after 50 ms, as no other process's answer wakes
 //!   it. A layer set not to learn limits (`learn_limits(false)`) is not held by it; its
 //!   requests are still counted, as the server counts them.

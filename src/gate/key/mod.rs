@@ -587,6 +587,14 @@ mod tests {
         ..TERMS
     };
 
+    /// The terms of a call through a layer with the default settings whose gates share a
+    /// store: the fleet learns the key's pace, in the store.
+    const FLEET: Terms = Terms {
+        learned: true,
+        fleet: true,
+        ..TERMS
+    };
+
     /// The terms of a call through a layer that does not respect the quota.
     const UNMETERED: Terms = Terms {
         metered: false,
@@ -754,6 +762,74 @@ mod tests {
         let admitted = gate.come(now).unwrap();
         gate.answered(admitted, closed(now + wait), now);
         gate
+    }
+
+    /// Where a fleet learns the key's pace in its store, the store holds each call by it, as a
+    /// gate's own law does: the ramp would spread the burst the law lets go at a reset (and a
+    /// round spread wider than the server's window counts as more than one). Only once the
+    /// law knows the key: a closure that followed an accepted answer.
+    #[test]
+    fn where_its_fleet_learns_the_key_a_gate_releases_its_backlog_at_once_not_on_the_ramp() {
+        let now = Instant::now();
+        let (_, waker) = waker();
+        // How many of ten waiters go the instant the probe comes back healthy after a 429
+        // closed the gate, for calls with `terms`, the key having answered healthy before if
+        // `known` (the ramp lets none go with it: the first a spacing after).
+        let released = |terms: Terms, known: bool| {
+            let mut gate = Gate::new();
+            if known {
+                let accepted = gate.arrive_as(now, terms).unwrap();
+                gate.answered(accepted, HEALTHY, now);
+            }
+            let refused = gate.arrive_as(now, terms).unwrap();
+            gate.answered(refused, closed(now + SECOND), now);
+            let backlog: Vec<u64> = (0..10)
+                .map(|_| gate.arrive_as(now, terms).unwrap_err())
+                .collect();
+            let (probe, open) = gate.poll_until_let_through(backlog[0], now, &waker, terms);
+            assert!(probe.probe.is_some(), "a probe first, alone");
+            gate.answered(probe, HEALTHY, open);
+            backlog[1..]
+                .iter()
+                .filter(|id| gate.ask(**id, open, &waker, terms).is_ok())
+                .count()
+        };
+        assert_eq!(released(FLEET, true), 9, "the fleet's law holds them");
+        assert_eq!(
+            released(FLEET, false),
+            0,
+            "nothing learned yet: on the ramp"
+        );
+        assert_eq!(released(TERMS, true), 0, "no law: on the ramp");
+    }
+
+    /// A window the server said was spent is no closure the fleet's law knows of: its
+    /// reset's backlog leaves on the ramp where no quota restores it, though the key's last
+    /// closure was released at once.
+    #[test]
+    fn after_a_spent_window_a_fleets_gate_releases_on_the_ramp_as_any_gate_does() {
+        let now = Instant::now();
+        let (_, waker) = waker();
+        let mut gate = Gate::new();
+        let accepted = gate.arrive_as(now, FLEET).unwrap();
+        gate.answered(accepted, HEALTHY, now);
+        let refused = gate.arrive_as(now, FLEET).unwrap();
+        gate.answered(refused, closed(now + SECOND), now);
+        let open = now + SECOND;
+        let probe = gate.arrive_as(open, FLEET).unwrap();
+        assert!(probe.probe.is_some());
+        gate.answered(probe, quota(0, open + SECOND), open);
+        let backlog: Vec<u64> = (0..10)
+            .map(|_| gate.arrive_as(open, FLEET).unwrap_err())
+            .collect();
+        let (probe, reset) = gate.poll_until_let_through(backlog[0], open, &waker, FLEET);
+        assert!(probe.probe.is_some(), "the new window probed");
+        gate.answered(probe, HEALTHY, reset);
+        let released = backlog[1..]
+            .iter()
+            .filter(|id| gate.ask(**id, reset, &waker, FLEET).is_ok())
+            .count();
+        assert_eq!(released, 0, "on the ramp: the first a spacing after");
     }
 
     #[test]

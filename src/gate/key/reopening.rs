@@ -9,8 +9,10 @@
 //!   law releases the calls it holds instead; the others still probe.
 //! - The backlog is the calls waiting when the probe came back healthy. Where the server gave
 //!   its quota, they leave at once up to it; where it gave its policy, at the policy's rate;
-//!   where it gave nothing, on a ramp: one more request out for each healthy answer (the burst
-//!   doubles each round trip), never two in the same instant. A refusal on the ramp owes a
+//!   where a fleet's law paces them (their gates share a store, they learn, and the closure
+//!   followed an accepted answer, so the law knows the key), at once, the store holding them
+//!   as the gate's own law would; where nothing is known, on a ramp: one more request out for
+//!   each healthy answer (the burst doubles each round trip), never two in the same instant. A refusal on the ramp owes a
 //!   probe again. The release ends when its backlog does: calls arriving meanwhile wait
 //!   behind it, then the gate opens for everyone.
 //! - The first call to a key the gate knows nothing about probes too (slow start), holding
@@ -94,11 +96,17 @@ pub(super) struct Reopening {
     round_trip: Duration,
     /// How many probes the server refused since the key last had a healthy answer.
     refused_probes: u32,
+    /// The key has had a healthy answer.
+    accepted: bool,
+    /// The last closure followed a healthy answer: a law that learns from the key's answers
+    /// knows it by then.
+    closed_after_acceptance: bool,
 }
 
 impl Reopening {
     /// A 429 closed the gate (again): the next request out probes.
     pub(crate) fn closed(&mut self) {
+        self.closed_after_acceptance = self.accepted;
         self.owe_probe(Cause::Refusal);
     }
 
@@ -118,6 +126,7 @@ impl Reopening {
     pub(crate) fn healthy(&mut self) {
         self.ramp = self.ramp.saturating_add(1);
         self.refused_probes = 0;
+        self.accepted = true;
     }
 
     /// How many probes the server refused since the key last had a healthy answer.
@@ -171,7 +180,9 @@ impl Reopening {
             },
             Phase::Probe => Release::Go { probe: true },
             Phase::Open => Release::Go { probe: false },
-            Phase::Releasing { .. } if quota_known => Release::Go { probe: false },
+            Phase::Releasing { .. } if self.at_once(quota_known, terms) => {
+                Release::Go { probe: false }
+            }
             Phase::Releasing { .. } => {
                 // At its policy's rate; or, knowing nothing, on the ramp: an answer lets the
                 // next one out.
@@ -298,9 +309,16 @@ impl Reopening {
             Phase::Open => (at, Duration::ZERO),
             Phase::Probe => (at, step),
             Phase::Probing { sent } => (after(sent, terms.probe_timeout).max(at), step),
-            Phase::Releasing { .. } if quota_known => (at, Duration::ZERO),
+            Phase::Releasing { .. } if self.at_once(quota_known, terms) => (at, Duration::ZERO),
             Phase::Releasing { .. } => (after_last(pace.unwrap_or(SPACING)), step),
         }
+    }
+
+    /// Whether the backlog leaves at once: the server said how much is left, or the fleet's
+    /// law paces a call with `terms` after a closure it knows of.
+    fn at_once(&self, quota_known: bool, terms: Terms) -> bool {
+        let fleet_paces = terms.fleet && terms.learned && terms.metered;
+        quota_known || (fleet_paces && self.cause == Cause::Refusal && self.closed_after_acceptance)
     }
 
     /// The server's policy, as the latest response stated it.
