@@ -503,7 +503,8 @@ fn a_process_that_flushes_its_gates_before_it_exits_leaves_the_fleet_its_last_an
                 .body(String::new())
                 .unwrap();
             let answer = client.oneshot(request).await;
-            gates.flush().await;
+            let flushed = tokio::time::timeout(20 * SECOND, gates.flush()).await;
+            flushed.expect("flushed within the store's give-up");
             answer
         })
     };

@@ -801,6 +801,15 @@ mod tests {
             "nothing learned yet: on the ramp"
         );
         assert_eq!(released(TERMS, true), 0, "no law: on the ramp");
+        let not_learning = Terms {
+            learned: false,
+            ..FLEET
+        };
+        assert_eq!(
+            released(not_learning, true),
+            0,
+            "the store does not pace it"
+        );
     }
 
     /// A window the server said was spent is no closure the fleet's law knows of: its
