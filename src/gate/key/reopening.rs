@@ -12,9 +12,9 @@
 //!   where a fleet's law paces them (their gates share a store, they learn, and the closure
 //!   followed an accepted answer, so the law knows the key), at once, the store holding them
 //!   as the gate's own law would; where nothing is known, on a ramp: one more request out for
-//!   each healthy answer (the burst doubles each round trip), never two in the same instant. A refusal on the ramp owes a
-//!   probe again. The release ends when its backlog does: calls arriving meanwhile wait
-//!   behind it, then the gate opens for everyone.
+//!   each healthy answer (the burst doubles each round trip), never two in the same instant.
+//!   A refusal on the ramp owes a probe again. The release ends when its backlog does: calls
+//!   arriving meanwhile wait behind it, then the gate opens for everyone.
 //! - The first call to a key the gate knows nothing about probes too (slow start), holding
 //!   only calls that take part in it, and its answer is released the same way.
 //! - A pace comes from a policy whose window is within the cap (a daily quota says how many
