@@ -764,6 +764,26 @@ mod tests {
         gate
     }
 
+    /// A gate a 429 closed for a second at `now`, to a call with `terms`; the key had answered
+    /// healthy before if `known`.
+    fn refused_after(known: bool, now: Instant, terms: Terms) -> Gate {
+        let mut gate = Gate::new();
+        if known {
+            let accepted = gate.arrive_as(now, terms).unwrap();
+            gate.answered(accepted, HEALTHY, now);
+        }
+        let refused = gate.arrive_as(now, terms).unwrap();
+        gate.answered(refused, closed(now + SECOND), now);
+        gate
+    }
+
+    /// How many of the waiters `ids` with `terms` go at the instant `at`.
+    fn go_at(gate: &mut Gate, ids: &[u64], at: Instant, waker: &Waker, terms: Terms) -> usize {
+        ids.iter()
+            .filter(|id| gate.ask(**id, at, waker, terms).is_ok())
+            .count()
+    }
+
     /// Where a fleet learns the key's pace in its store, the store holds each call by it, as a
     /// gate's own law does: the ramp would spread the burst the law lets go at a reset (and a
     /// round spread wider than the server's window counts as more than one). Only once the
@@ -776,23 +796,14 @@ mod tests {
         // closed the gate, for calls with `terms`, the key having answered healthy before if
         // `known` (the ramp lets none go with it: the first a spacing after).
         let released = |terms: Terms, known: bool| {
-            let mut gate = Gate::new();
-            if known {
-                let accepted = gate.arrive_as(now, terms).unwrap();
-                gate.answered(accepted, HEALTHY, now);
-            }
-            let refused = gate.arrive_as(now, terms).unwrap();
-            gate.answered(refused, closed(now + SECOND), now);
+            let mut gate = refused_after(known, now, terms);
             let backlog: Vec<u64> = (0..10)
                 .map(|_| gate.arrive_as(now, terms).unwrap_err())
                 .collect();
             let (probe, open) = gate.poll_until_let_through(backlog[0], now, &waker, terms);
             assert!(probe.probe.is_some(), "a probe first, alone");
             gate.answered(probe, HEALTHY, open);
-            backlog[1..]
-                .iter()
-                .filter(|id| gate.ask(**id, open, &waker, terms).is_ok())
-                .count()
+            go_at(&mut gate, &backlog[1..], open, &waker, terms)
         };
         assert_eq!(released(FLEET, true), 9, "the fleet's law holds them");
         assert_eq!(
@@ -819,11 +830,7 @@ mod tests {
     fn after_a_spent_window_a_fleets_gate_releases_on_the_ramp_as_any_gate_does() {
         let now = Instant::now();
         let (_, waker) = waker();
-        let mut gate = Gate::new();
-        let accepted = gate.arrive_as(now, FLEET).unwrap();
-        gate.answered(accepted, HEALTHY, now);
-        let refused = gate.arrive_as(now, FLEET).unwrap();
-        gate.answered(refused, closed(now + SECOND), now);
+        let mut gate = refused_after(true, now, FLEET);
         let open = now + SECOND;
         let probe = gate.arrive_as(open, FLEET).unwrap();
         assert!(probe.probe.is_some());
@@ -834,10 +841,7 @@ mod tests {
         let (probe, reset) = gate.poll_until_let_through(backlog[0], open, &waker, FLEET);
         assert!(probe.probe.is_some(), "the new window probed");
         gate.answered(probe, HEALTHY, reset);
-        let released = backlog[1..]
-            .iter()
-            .filter(|id| gate.ask(**id, reset, &waker, FLEET).is_ok())
-            .count();
+        let released = go_at(&mut gate, &backlog[1..], reset, &waker, FLEET);
         assert_eq!(released, 0, "on the ramp: the first a spacing after");
     }
 
