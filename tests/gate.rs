@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::{Request, Response};
-use limiter::{Headers, Limiter, Model, retry_after};
+use limiter::{Algorithm, Headers, Limiter, Model, retry_after};
 use tokio::time::Instant;
 use tower::{BoxError, Layer, Service, ServiceExt};
 use tower_retry_after::store::{MemoryStore, Reservation, Respects, Window, WindowStore};
@@ -140,6 +140,37 @@ async fn with_meters_the_gate_lets_out_exactly_what_remains_and_nothing_is_refus
     let statuses = episode(&limiter, 100).await;
     assert!(statuses.iter().all(|status| *status == 200), "{statuses:?}");
     assert_eq!(limiter.refused(), 1, "only the scripted first refusal");
+}
+
+/// A leaky bucket of 20 a second that sends meters: each answer says none is left, with a
+/// reset rounded up to the next second, and the policy says 20 a second. Its reset gives
+/// back one request, not 20.
+#[tokio::test(start_paused = true)]
+async fn a_reset_whose_restored_quota_was_refused_restores_nothing_the_next_time() {
+    let model = Model::Shaped {
+        algorithm: Algorithm::Leaky,
+        limit: 20,
+        window: SECOND,
+    };
+    let limiter = Limiter::new(model, Headers::Draft8).with_latency(Duration::from_millis(20));
+    let layer = RateLimitLayer::new();
+    let calls = spawn_calls(&layer, &limiter, 60);
+    tokio::time::sleep(20 * SECOND).await;
+    // The first reset restores the policy's 20, and all but one are refused; after that,
+    // each reset's first request probes, and the meters it reads hold the rest.
+    assert!(
+        limiter.refused() <= 20,
+        "refused {} times in 20 s",
+        limiter.refused()
+    );
+    let accepted = limiter.log().len() - limiter.refused();
+    assert!(
+        accepted >= 15,
+        "{accepted} accepted in 20 s: the key still goes"
+    );
+    for call in calls {
+        call.abort();
+    }
 }
 
 #[tokio::test(start_paused = true)]

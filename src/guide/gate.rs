@@ -25,7 +25,10 @@
 //!   answer to a request sent after the lowest figure came back speaks for a later count: a
 //!   higher figure in it (a bucket refilling) replaces what is known, its reset with it. At
 //!   the reset, the whole quota the server gave (its policy's `q`, `X-RateLimit-Limit`) goes at
-//!   once, no probe: a reset read never early has restored it. A reset that names a whole
+//!   once, no probe: a reset read never early has restored it. Once the server refuses a
+//!   request that went on what a reset restored (a leaky bucket whose countdown is rounded up
+//!   to the second gives back one request, not its whole policy), resets restore nothing: each
+//!   new window's first request probes, until one opens whole again. A reset that names a whole
 //!   second (an epoch `X-RateLimit-Reset`) may fall up to a second before it: where other
 //!   calls wait or are out, the window's last unit goes alone at the earliest the window can
 //!   have ended, and if its answer finds a new window, that window's quota goes then, not at

@@ -48,6 +48,8 @@ pub(crate) struct Admission {
     pub(crate) learn: Option<Tag<Instant>>,
     /// It was the last request its window had, sent alone: the quota it went on.
     pub(crate) last: Option<Quota>,
+    /// It went on a quota a reset restored, before any answer spoke of that window.
+    pub(crate) restored: bool,
     /// How many of the window's reports its gate had taken in when it went.
     pub(crate) seen: u32,
 }
@@ -72,6 +74,7 @@ impl Admission {
             learns,
             learn: None,
             last: None,
+            restored: false,
             seen,
         }
     }
@@ -92,6 +95,7 @@ impl Admission {
             learns: None,
             learn: None,
             last: None,
+            restored: false,
             seen: 0,
         }
     }

@@ -268,6 +268,9 @@ impl Gate {
         if !report.refused && admitted.epoch == self.epoch {
             self.reopening.healthy();
         }
+        if report.refused && admitted.restored {
+            self.window.restore_refused();
+        }
         let report = self.learn_from(admitted, report, now);
         if let (Some(before), Some(quota)) = (admitted.last, report.quota) {
             self.window.last_answered(before, quota, admitted.sent, now);
@@ -527,6 +530,7 @@ impl Gate {
         Admission {
             learn,
             last,
+            restored: quota.is_some() && self.window.is_restored(),
             ..self.admission(probe, now, terms)
         }
     }
@@ -1348,6 +1352,37 @@ mod tests {
             gate.answered(head, whole(1, reset + SECOND), reset);
             assert_eq!(gate.quota(reset).unwrap().remaining, 1);
         }
+    }
+
+    #[test]
+    fn only_a_refusal_of_what_a_reset_restored_stops_the_next_reset_restoring() {
+        let now = Instant::now();
+        let first_reset = now + SECOND;
+        let next_reset = first_reset + SECOND;
+        let whole = |remaining, reset_at| Report {
+            limit: Some(3),
+            ..quota(remaining, reset_at)
+        };
+        let refused = |reset_at| Report {
+            refused: true,
+            closed_until: Some(reset_at),
+            ..whole(0, reset_at)
+        };
+        let mut gate = Gate::new();
+        let first = gate.come(now).unwrap();
+        gate.answered(first, whole(1, first_reset), now);
+        // Refused on the quota the server reported: its reset still restores the whole 3.
+        let reported = gate.come(now).unwrap();
+        assert!(!reported.restored);
+        gate.answered(reported, refused(first_reset), now);
+        assert!(gate.window.take_over(first_reset).is_some());
+        assert!(gate.window.restore(gate.epoch + 1, first_reset));
+        // Refused on what the reset restored: the next reset restores nothing.
+        let restored = gate.come(first_reset).unwrap();
+        assert!(restored.restored, "it went on what the reset restored");
+        gate.answered(restored, refused(next_reset), first_reset);
+        assert!(gate.window.take_over(next_reset).is_some());
+        assert!(!gate.window.restore(gate.epoch + 1, next_reset));
     }
 
     #[test]

@@ -10,12 +10,16 @@
 //!   some back within the window (a bucket refilling, a slot in flight freed): that report
 //!   replaces what is known, reset and all, since such a limiter's reset moves as it is spent
 //!   (a reset read before the last spending would bring a burst on early).
-//! - A window is spent at its reset when nothing was left of it but what requests still out
-//!   took (`remaining <= out`). Where the server gave its whole quota, the reset restores it,
-//!   spent or not: it goes at once, no more, until the first answer says what is left (a
-//!   reset is never early, so the new window has it all; and a window forgotten at its reset
-//!   would let every call waiting go at once, beyond it). The restored window is taken to last as long as the
-//!   one before did from its first report; answers replace it long before.
+//! - A window is spent at its reset when nothing was left of it but what requests still out took
+//!   (`remaining <= out`). Where the server gave its whole quota, the reset restores it, spent or
+//!   not: it goes at once, no more, until the first answer says what is left (a reset is never
+//!   early, so the new window has it all; and a window forgotten at its reset would let every call
+//!   waiting go at once, beyond it). The restored window is taken to last as long as the one before
+//!   did from its first report; answers replace it long before. A request refused that went on a
+//!   restored quota shows the server does not give it back whole at the reset it reports (a leaky
+//!   bucket's countdown rounded up to the second, a limit shared with clients this gate cannot
+//!   see): resets then restore nothing, each new window's first request probes, until a window's
+//!   first report shows the whole quota again.
 //! - A reset written as a whole second on the server's clock (an epoch second, a date) may
 //!   fall up to a second before the one read, and every reading of one window names the same
 //!   second: a window that opens at its first request, released at that second, would open
@@ -59,6 +63,12 @@ pub(crate) struct ReportedWindow<T = Instant> {
     span: Duration,
     /// `quota` is what the last reset restored, not a report: the next report replaces it.
     restored: bool,
+    /// A request that went on a restored quota was refused: the server does not give the
+    /// whole quota back at the reset it reports (a leaky bucket whose countdown is rounded
+    /// up to the second, a limit shared with clients this gate cannot see). Resets restore
+    /// nothing until a window's first report shows the whole quota again.
+    #[cfg_attr(feature = "redis", serde(default))]
+    unrestored: bool,
     /// What sends the window's last request early (a shared store keeps none of it).
     #[cfg_attr(feature = "redis", serde(skip))]
     early: LastEarly,
@@ -99,6 +109,7 @@ impl<T> Default for ReportedWindow<T> {
             limit: None,
             span: Duration::ZERO,
             restored: false,
+            unrestored: false,
             early: LastEarly::default(),
             taken: 0,
             lowest_by: None,
@@ -174,7 +185,7 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
     /// where the server gave its whole quota, the reset restores it, and this says so;
     /// otherwise the new window's first request probes.
     pub(crate) fn restore(&mut self, epoch: u64, now: T) -> bool {
-        let Some(limit) = self.limit.filter(|limit| *limit > 0) else {
+        let Some(limit) = self.limit.filter(|limit| *limit > 0 && !self.unrestored) else {
             return false;
         };
         self.quota = Some(Quota {
@@ -184,6 +195,13 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
         self.epoch = epoch;
         self.restored = true;
         true
+    }
+
+    /// A request that went on a quota a reset restored was refused: until a window's first
+    /// report shows the whole quota, resets restore nothing, and each new window's first
+    /// request probes.
+    pub(crate) fn restore_refused(&mut self) {
+        self.unrestored = true;
     }
 
     /// Folds in a report of a request that went when `seen` reports were taken in. One that
@@ -213,6 +231,10 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
                 self.span = quota.reset_at.since(now);
                 self.restored = false;
                 self.lowest_by = Some(self.taken);
+                // All but the request it answered: the window did open whole.
+                if self.limit.is_some_and(|limit| quota.remaining + 1 >= limit) {
+                    self.unrestored = false;
+                }
             }
         }
     }
@@ -466,6 +488,39 @@ mod tests {
         assert!(window.take_over(next).is_some());
         assert!(window.restore(2, next));
         assert_eq!(window.quota(next), Some(quota(20, next + 2 * SECOND)));
+    }
+
+    #[test]
+    fn a_restored_quota_the_server_refused_is_not_restored_until_a_window_opens_whole() {
+        let now = Instant::now();
+        let resets: Vec<Instant> = (1..=4).map(|n| now + n * SECOND).collect();
+        let mut window = ReportedWindow::default();
+        window.report(quota(0, resets[0]), Some(20), None, (0, None), now);
+        assert!(window.take_over(resets[0]).is_some());
+        assert!(window.restore(1, resets[0]), "nothing refused yet");
+        // A request that went on the 20 restored is refused (a leaky bucket gave back one);
+        // the first answer of that window says none is left.
+        window.restore_refused();
+        window.report(quota(0, resets[1]), None, None, (1, None), resets[0]);
+        assert!(window.take_over(resets[1]).is_some());
+        assert!(!window.restore(2, resets[1]), "a restore was refused");
+        assert_eq!(
+            window.quota(resets[1]),
+            None,
+            "the new window's first request probes"
+        );
+        // Its answer says none is left: not the whole quota, so the next reset restores
+        // nothing either.
+        window.report(quota(0, resets[2]), None, None, (2, None), resets[1]);
+        assert!(window.take_over(resets[2]).is_some());
+        assert!(
+            !window.restore(3, resets[2]),
+            "no window opened whole since"
+        );
+        // A window whose first report holds all but that request opened whole.
+        window.report(quota(19, resets[3]), None, None, (3, None), resets[2]);
+        assert!(window.take_over(resets[3]).is_some());
+        assert!(window.restore(4, resets[3]), "a window opened whole again");
     }
 
     #[test]

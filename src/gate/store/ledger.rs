@@ -60,6 +60,9 @@ pub(crate) struct Reserved {
     /// sooner. A layer that does not learn keeps its own guess whole.
     #[cfg_attr(feature = "redis", serde(default))]
     pub(super) learns: bool,
+    /// It went on a quota a reset restored, before any answer spoke of that window.
+    #[cfg_attr(feature = "redis", serde(default))]
+    pub(super) restored: bool,
 }
 
 impl Ledger {
@@ -169,6 +172,7 @@ impl Ledger {
             tag: Some(tag),
             seen: self.reported.taken(),
             learns: respects.learned(),
+            restored: self.reported.is_restored(),
         };
         self.out.insert(self.issued, reserved);
         Reservation::Granted(Ticket::new(self.issued))
@@ -191,6 +195,9 @@ impl Ledger {
         let tag = reserved.and_then(|reserved| reserved.tag);
         let learns = reserved.is_some_and(|reserved| reserved.learns);
         let mut closed = window.closed_until.filter(|until| *until > now);
+        if closed.is_some() && reserved.is_some_and(|reserved| reserved.restored) {
+            self.reported.restore_refused();
+        }
         self.reported.report_limit(window.limit);
         match window.quota.filter(|(_, reset)| *reset > now) {
             Some((remaining, reset_at)) => {
@@ -250,6 +257,31 @@ mod tests {
             Reservation::Granted(_) => None,
             Reservation::NotBefore { until, .. } => Some(until),
         }
+    }
+
+    #[test]
+    fn a_reset_whose_restored_quota_a_process_was_refused_restores_nothing_the_next_time() {
+        let now = SystemTime::now();
+        let (first_reset, next_reset) = (now + SECOND, now + 2 * SECOND);
+        let mut ledger = Ledger::default();
+        let first = granted(&mut ledger, now);
+        ledger.merge(quota(0, first_reset, Some(3)), Some(first), now);
+        let restored = granted(&mut ledger, first_reset);
+        assert!(
+            ledger.reported.is_restored(),
+            "the reset restored the whole 3"
+        );
+        let refused = Window {
+            closed_until: Some(next_reset),
+            ..quota(0, next_reset, Some(3))
+        };
+        ledger.merge(refused, Some(restored), first_reset);
+        granted(&mut ledger, next_reset);
+        assert!(
+            !ledger.reported.is_restored(),
+            "a restore the server refused is not made again"
+        );
+        assert_eq!(ledger.window(next_reset).quota, None);
     }
 
     #[test]
