@@ -6,10 +6,11 @@
 //! - Reports fold by [`fold`]'s one rule; a report from before the quota's epoch (a straggler
 //!   from a window already over) is ignored. Answers come back in any order, so the lowest
 //!   figure stands for the latest count; but a request sent after the lowest figure's answer
-//!   came back was counted after it, and a higher figure in its answer says the server gave
-//!   some back within the window (a bucket refilling, a slot in flight freed): that report
-//!   replaces what is known, reset and all, since such a limiter's reset moves as it is spent
-//!   (a reset read before the last spending would bring a burst on early).
+//!   came back was counted after it, and room in its answer no less than the lowest says the
+//!   server gave back at least what it took within the window (a bucket refilling, a slot in
+//!   flight freed, a sliding counter fading): that report replaces what is known, reset and
+//!   all, since such a limiter's reset moves as it is spent (a reset read before the last
+//!   spending would bring a burst on early, or restore a window the server still counts).
 //! - A window is spent at its reset when nothing was left of it but what requests still out took
 //!   (`remaining <= out`). Where the server gave its whole quota, the reset restores it, spent or
 //!   not: it goes at once, no more, until the first answer says what is left (a reset is never
@@ -26,13 +27,14 @@
 //!   just after each whole second and cost up to two. So where other calls wait or are out, a
 //!   window's last request goes alone at the earliest the window can have ended: a second
 //!   before its reset, or, once a window was shown to end sooner, that long after its first
-//!   request went. Its answer speaks for the window it counted in: a new one (room left, or a
-//!   later reset) opens then, not at the reset read, and bounds how long a window lasts from
-//!   its first request; the old one was owed that request anyway, so none is refused for it.
-//!   A new window that holds less than all its quota but that request (a sliding log, a
-//!   bucket) does not reset whole: sending apart would spread what the server counts, and no
-//!   last request goes early again. A countdown read as a window opens is as tight as the
-//!   round trip already.
+//!   request went. Its answer speaks for the window it counted in: room left says a new window
+//!   opened then, not at the reset read, or that the server gave some back (a sliding log,
+//!   whose reset moves with its newest request, frees its oldest first); either bounds how long
+//!   a window lasts from its first request. Nothing left says it counted in the old window,
+//!   which was owed that request anyway, so none is refused for it (only a window of one
+//!   request opens spent). Once a window was shown to reset whole, the last request also
+//!   waits for the answers out, to go alone. A countdown read as a window opens is as tight as
+//!   the round trip already.
 
 use std::time::Duration;
 
@@ -92,12 +94,10 @@ struct LastEarly {
     /// When the current window's first request went.
     opened: Option<Instant>,
     /// The longest a window lasts from its first request's send, as a last request sent early
-    /// showed by finding a new window.
+    /// showed by finding room given back.
     length: Option<Duration>,
-    /// A last request sent early found a window that did not reset whole (a sliding log, a
-    /// bucket): sending it apart from the others would spread what the server counts, and the
-    /// reset read would no longer restore the whole quota. None is sent early again.
-    partial: bool,
+    /// A last request sent early found all the quota but itself: the window resets whole.
+    resets_whole: bool,
 }
 
 impl<T> Default for ReportedWindow<T> {
@@ -205,16 +205,18 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
     }
 
     /// Folds in a report of a request that went when `seen` reports were taken in. One that
-    /// went after the report of the lowest figure was taken in was counted after it: a higher
-    /// figure then says the server gave some back within the window (a bucket, a sliding log),
-    /// so it replaces what is known, its reset with it (a bucket's reset moves as it is spent).
+    /// went after the report of the lowest figure was taken in was counted after it: a figure
+    /// with room and no lower then says the server gave back at least what that request took
+    /// (a bucket, a sliding log, a counter fading as fast as it is spent), so it replaces what
+    /// is known, its reset with it (such a limiter's reset moves as it is spent).
     fn fold_in(&mut self, quota: Quota<T>, epoch: u64, seen: Option<u32>, now: T) {
         match self.quota(now) {
             Some(_) if epoch < self.epoch => {}
             Some(known) if !self.restored => {
                 let after_lowest =
                     seen.is_some_and(|seen| self.lowest_by.is_none_or(|by| went_after(seen, by)));
-                let given_back = after_lowest && quota.remaining > known.remaining;
+                let given_back =
+                    after_lowest && quota.remaining > 0 && quota.remaining >= known.remaining;
                 if let Some(folded) = fold(known, quota, epoch > self.epoch || given_back) {
                     if folded.remaining != known.remaining {
                         self.lowest_by = Some(self.taken);
@@ -293,7 +295,7 @@ impl ReportedWindow<Instant> {
         {
             return None;
         }
-        if out > 0 && self.early.length.is_some() {
+        if out > 0 && self.early.resets_whole {
             return Some(quota.reset_at);
         }
         let earliest = quota.reset_at.checked_sub(WRITTEN_TO)?;
@@ -307,15 +309,15 @@ impl ReportedWindow<Instant> {
         (at > now).then_some(at)
     }
 
-    /// Whether a window's last request may go early: its reset is read to the second, and no
-    /// window was found not to reset whole.
+    /// Whether a window's last request may go early: its reset is read to the second.
     fn sends_last_early(&self) -> bool {
-        self.early.on_the_second && !self.early.partial
+        self.early.on_the_second
     }
 
     /// The answer to a window's last request, sent alone at `sent` and answered at `now`,
-    /// reported `quota`: if it found a new window, that window opened as it went, and the one
-    /// before lasted no longer than from its first request to this answer.
+    /// reported `quota`: if it found room (a new window, or some given back), the next window
+    /// opened as it went, and the one before lasted no longer than from its first request to
+    /// this answer.
     pub(crate) fn last_answered(
         &mut self,
         before: Quota,
@@ -323,20 +325,19 @@ impl ReportedWindow<Instant> {
         sent: Instant,
         now: Instant,
     ) {
-        // Counted in the old window, it says nothing of the next.
+        // Counted in the old window, it says nothing of the next (where a window holds one
+        // request, a later reset says it opened a new one; otherwise a log's reset moves with
+        // its newest request).
         let later = quota.reset_at > after(before.reset_at, WRITTEN_TO / 2);
-        if quota.remaining == 0 && !later {
+        if quota.remaining == 0 && (!later || self.limit.is_none_or(|limit| limit > 1)) {
             return;
         }
         // Answered after the reset read, it is confounded with what that reset restored.
         if now >= before.reset_at {
             return;
         }
-        // A new window holds all its quota but this request.
-        if quota.remaining > 0 && self.limit.is_none_or(|limit| quota.remaining + 1 < limit) {
-            self.early.partial = true;
-            return;
-        }
+        // Room: what the window counted had begun to leave the count (all of it at a new
+        // window, a log's oldest first) by the time this answer came back.
         if let Some(opened) = self.early.opened {
             let lasted = now.since(opened);
             self.early.length = Some(
@@ -345,6 +346,8 @@ impl ReportedWindow<Instant> {
                     .map_or(lasted, |length| length.min(lasted)),
             );
         }
+        // All the quota but this request: the window reset whole.
+        self.early.resets_whole |= self.limit.is_some_and(|limit| quota.remaining + 1 >= limit);
         self.early.opened = Some(sent);
     }
 }
@@ -600,16 +603,11 @@ mod tests {
             now + 500 * MS,
         );
         assert_eq!(window.quota(now), Some(quota(3, now + 1400 * MS)));
-        // Counted after it with the same figure: nothing was given back, and the earliest
-        // reset stands.
-        window.report(
-            quota(3, now + 1700 * MS),
-            None,
-            None,
-            (0, Some(5)),
-            now + 700 * MS,
-        );
-        assert_eq!(window.quota(now), Some(quota(3, now + 1400 * MS)));
+        // Counted after it with the same figure: the server gave back what that request took
+        // (a sliding counter fading as fast as it is spent), and the reset moved with it.
+        let as_much = quota(3, now + 1700 * MS);
+        window.report(as_much, None, None, (0, Some(5)), now + 700 * MS);
+        assert_eq!(window.quota(now), Some(as_much));
         // A report that does not say when its request went (one without a reservation).
         window.report(
             quota(9, now + 1600 * MS),
@@ -618,7 +616,23 @@ mod tests {
             (0, None),
             now + 600 * MS,
         );
-        assert_eq!(window.quota(now), Some(quota(3, now + 1400 * MS)));
+        assert_eq!(window.quota(now), Some(quota(3, now + 1600 * MS)));
+        // Nothing left, counted after: a spent window's latest reset holds, as it always does.
+        window.report(
+            quota(0, now + 1500 * MS),
+            None,
+            None,
+            (0, Some(6)),
+            now + 800 * MS,
+        );
+        window.report(
+            quota(0, now + 1450 * MS),
+            None,
+            None,
+            (0, Some(8)),
+            now + 900 * MS,
+        );
+        assert_eq!(window.quota(now), Some(quota(0, now + 1500 * MS)));
     }
 
     #[test]
@@ -645,6 +659,16 @@ mod tests {
     fn window_of_twenty(reset_at: Instant, opened: Instant) -> ReportedWindow {
         let mut window = ReportedWindow::default();
         window.report(quota(19, reset_at), Some(20), None, (0, None), opened);
+        window.read_to_the_second(true);
+        window.sending(None, 0, opened);
+        window
+    }
+
+    /// A window of one request a second, spent, whose reset was read as `reset_at`, sent at
+    /// `opened`.
+    fn window_of_one(reset_at: Instant, opened: Instant) -> ReportedWindow {
+        let mut window = ReportedWindow::default();
+        window.report(quota(0, reset_at), Some(1), None, (0, None), opened);
         window.read_to_the_second(true);
         window.sending(None, 0, opened);
         window
@@ -755,51 +779,57 @@ mod tests {
     }
 
     #[test]
-    fn a_later_reset_is_a_new_window_even_with_nothing_left_but_half_a_second_on_is_not() {
+    fn nothing_left_with_a_later_reset_is_a_new_window_only_where_a_window_holds_one_request() {
         let now = Instant::now();
         let before = quota(1, now + 2 * SECOND);
         let sent = now + SECOND;
-        // The same reset half a second on: the old window, read again.
-        let mut window = window_of_twenty(now + 2 * SECOND, now);
-        let same = quota(0, now + 2500 * MS);
-        window.last_answered(before, same, sent, sent + 60 * MS);
         let later = quota(1, now + 3 * SECOND);
+        // A second on, of twenty: the old window, whose reset moved with its newest request
+        // (a sliding log's does).
+        let mut window = window_of_twenty(now + 2 * SECOND, now);
+        window.last_answered(before, quota(0, now + 3 * SECOND), sent, sent + 60 * MS);
         assert_eq!(
             window.last_held(later, 0, true, sent),
             Some(now + 2 * SECOND),
             "no length learned: a second before the reset"
         );
-        // A second on: a new window (of one request), which it spent.
-        let mut window = window_of_twenty(now + 2 * SECOND, now);
-        let next = quota(0, now + 3 * SECOND);
-        window.last_answered(before, next, sent, sent + 60 * MS);
+        // A second on, of one: a new window, which it spent.
+        let mut window = window_of_one(now + 2 * SECOND, now);
+        window.last_answered(before, quota(0, now + 3 * SECOND), sent, sent + 60 * MS);
         assert_eq!(
             window.last_held(later, 0, true, sent),
             Some(sent + 1060 * MS),
             "it opened a window, lasting at most 1.06 s from its first request"
         );
+        // Half a second on, even of one: the old window, read again.
+        let mut window = window_of_one(now + 2 * SECOND, now);
+        window.last_answered(before, quota(0, now + 2500 * MS), sent, sent + 60 * MS);
+        assert_eq!(
+            window.last_held(later, 0, true, sent),
+            Some(now + 2 * SECOND)
+        );
     }
 
     #[test]
-    fn a_window_that_does_not_reset_whole_sends_no_last_request_early_again() {
+    fn room_given_back_before_the_reset_times_the_next_window_and_its_last_still_goes_early() {
         let now = Instant::now();
         let mut window = window_of_twenty(now + 2 * SECOND, now);
         let before = quota(1, now + 2 * SECOND);
-        // A sliding log freed a few of its twenty: what it counts would spread.
-        window.last_answered(
-            before,
-            quota(6, now + 2 * SECOND + 300 * MS),
-            now + SECOND,
-            now + SECOND + 60 * MS,
-        );
+        // A sliding log freed 6 of its twenty by the time the last request's answer came back,
+        // 1.06 s after the window's first request went: it lasts no longer than that.
+        let sent = now + SECOND;
+        window.last_answered(before, quota(6, now + 3 * SECOND), sent, sent + 60 * MS);
         let next = quota(1, now + 3 * SECOND);
         assert_eq!(
-            window.last_held(next, 0, true, now + 2 * SECOND + 100 * MS),
-            None
+            window.last_held(next, 0, true, sent + 100 * MS),
+            Some(sent + 1060 * MS)
         );
+        assert_eq!(window.sending(Some(next), 0, sent + 1060 * MS), Some(next));
+        // Not shown to reset whole: with answers out, it does not wait for them.
+        let beside_two = quota(3, now + 3 * SECOND);
         assert_eq!(
-            window.sending(Some(next), 0, now + 2 * SECOND + 100 * MS),
-            None
+            window.last_held(beside_two, 2, true, sent + 100 * MS),
+            Some(sent + 1060 * MS)
         );
     }
 }
