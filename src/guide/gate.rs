@@ -22,8 +22,9 @@
 //!   still wait, the call ends at once with the 503 it has.
 //! - **Known quota is not overspent.** When 50 calls see `remaining: 3`, three go and the rest
 //!   wait for the reset (or for an answer that gives a unit back, whichever comes first). An
-//!   answer to a request sent after the lowest figure came back speaks for a later count: a
-//!   higher figure in it (a bucket refilling) replaces what is known, its reset with it. At
+//!   answer to a request sent after the lowest figure came back speaks for a later count: room
+//!   no less than the lowest in it (a bucket refilling, a counter fading) replaces what is
+//!   known, its reset with it. At
 //!   the reset, the whole quota the server gave (its policy's `q`, `X-RateLimit-Limit`) goes at
 //!   once, no probe: a reset read never early has restored it. Once the server refuses a
 //!   request that went on what a reset restored (a leaky bucket whose countdown is rounded up
@@ -31,8 +32,8 @@
 //!   new window's first request probes, until one opens whole again. A reset that names a whole
 //!   second (an epoch `X-RateLimit-Reset`) may fall up to a second before it: where other
 //!   calls wait or are out, the window's last unit goes alone at the earliest the window can
-//!   have ended, and if its answer finds a new window, that window's quota goes then, not at
-//!   the second read.
+//!   have ended, and if its answer finds room (a new window, or a sliding log freeing its
+//!   oldest), what it found goes then, not at the second read, and times the next window.
 //! - **Nothing jams a gate.** A probe that has not answered within `probe_timeout` (10 s) lets
 //!   the next waiter probe. A pace comes only from a policy whose window is within the cap (a
 //!   daily quota is not a reason to space calls 17 s apart) and lasts only that window. A wait
