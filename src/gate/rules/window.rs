@@ -31,10 +31,10 @@
 //!   opened then, not at the reset read, or that the server gave some back (a sliding log,
 //!   whose reset moves with its newest request, frees its oldest first); either bounds how long
 //!   a window lasts from its first request. Nothing left says it counted in the old window,
-//!   which was owed that request anyway, so none is refused for it (only a window of one
-//!   request opens spent). Once a window was shown to reset whole, the last request also
-//!   waits for the answers out, to go alone. A countdown read as a window opens is as tight as
-//!   the round trip already.
+//!   which was owed that request anyway, so none is refused for it (but for a window of one
+//!   request, which a later reset says opened, spent). Once a window was shown to reset whole,
+//!   the last request also waits for the answers out, to go alone. A countdown read as a
+//!   window opens is as tight as the round trip already.
 
 use std::time::Duration;
 
