@@ -207,6 +207,24 @@ async fn without_meters_a_fleet_learns_aligned_windows_and_token_buckets_once_fo
     }
 }
 
+/// A reset written as an epoch second may fall up to a second before the one read, and every
+/// answer of a window names the same second: released at it, each 1 s window would cost two.
+/// The store sends a window's last request early, alone, as a gate does, and its answer times
+/// the next window: the fleet is never refused, and within 1.30 × the physical limit.
+#[tokio::test(start_paused = true)]
+async fn a_fleet_told_its_resets_to_the_second_spends_a_window_in_close_to_its_length() {
+    for algorithm in [Algorithm::FirstRequest, Algorithm::Sliding] {
+        let store = Some(Arc::new(MemoryStore::new()));
+        let shared = fleet_on(algorithm, Headers::XRateLimitEpoch, store).await;
+        let name = algorithm.flag();
+        eprintln!("{name}: {} refused in {:?}", shared.refused, shared.took);
+        assert_eq!(shared.served, PROCESSES * WORKERS * CALLS_EACH, "{name}");
+        assert_eq!(shared.refused, 0, "{name}");
+        let ratio = shared.took.as_secs_f64() / 19.0;
+        assert!(ratio <= 1.30, "{name}: {ratio:.2} times the physical limit");
+    }
+}
+
 /// Told nothing, a refusal's closure is the layer's guess, and a gate ends it by its law's next
 /// reset where that is sooner; so does the fleet's store. (Where the store took each guess for
 /// the server's word, this fleet was refused 34 to 49 times in 1.21 to 1.36 times the physical

@@ -22,6 +22,8 @@ pub(crate) trait Moment: Copy + Ord {
     fn later(self, by: Duration) -> Self;
     /// How long after `earlier` this is: zero if it is not after.
     fn since(self, earlier: Self) -> Duration;
+    /// `self - by`, or `None` where the clock cannot go back that far.
+    fn earlier(self, by: Duration) -> Option<Self>;
 }
 
 impl Moment for Instant {
@@ -32,6 +34,10 @@ impl Moment for Instant {
     fn since(self, earlier: Self) -> Duration {
         self.saturating_duration_since(earlier)
     }
+
+    fn earlier(self, by: Duration) -> Option<Self> {
+        self.checked_sub(by)
+    }
 }
 
 impl Moment for SystemTime {
@@ -41,6 +47,10 @@ impl Moment for SystemTime {
 
     fn since(self, earlier: Self) -> Duration {
         self.duration_since(earlier).unwrap_or_default()
+    }
+
+    fn earlier(self, by: Duration) -> Option<Self> {
+        self.checked_sub(by)
     }
 }
 

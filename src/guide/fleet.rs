@@ -48,8 +48,15 @@
 //!   last calls 10 s apart).
 //! - **Waiters learn of an opening without polling.** Closures and resets are times: a held
 //!   call sleeps until the time the store named, and its process's gate holds the others till
-//!   then. The only repeated asking is at a restored window's reset, every 50 ms until the
-//!   reserved requests' answers say what the new window holds.
+//!   then. The only repeated asking is every 50 ms while answers out may say more: at a
+//!   restored window's reset, until the reserved requests' answers say what the new window
+//!   holds, and around a window's last request sent early (below).
+//! - **A reset read to the second costs no second more in a fleet.** A reset written as a
+//!   whole second (an epoch second, a date) may fall up to a second before the one read. As a
+//!   gate does (see the [gate guide](crate::guide::gate)), the store holds a window's last
+//!   request, while others wait or are out, until the earliest the window can have ended, and
+//!   sends it alone; its answer times the next window for every process. (A `Window` says
+//!   what the reset was read as: `reset_on_the_second`.)
 //! - **Without meters, the fleet learns the limit together, by the gate's own law** (see the
 //!   [learning guide](crate::guide::learning)): the ledger runs it on the store's clock,
 //!   counting every process's requests out, and holds each reservation by it; a process's own

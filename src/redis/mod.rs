@@ -591,11 +591,12 @@ mod tests {
             after: u64,
         },
         /// The answer to the `nth` request out: accepted, refused until `closed` ms on (named
-        /// or guessed), or with a meter of `left` to a reset `reset` ms on.
+        /// or guessed), or with a meter of `left` to a reset `reset` ms on, read to the second
+        /// or not.
         Answer {
             nth: usize,
             closed: Option<(u64, bool)>,
-            meter: Option<(u64, u64)>,
+            meter: Option<(u64, u64, bool)>,
             after: u64,
         },
     }
@@ -603,7 +604,7 @@ mod tests {
     fn event() -> impl proptest::strategy::Strategy<Value = Event> {
         use proptest::prelude::*;
         let closed = proptest::option::weighted(0.3, (1..3_000u64, any::<bool>()));
-        let meter = proptest::option::weighted(0.05, (0..5u64, 1..2_000u64));
+        let meter = proptest::option::weighted(0.05, (0..5u64, 1..2_000u64, any::<bool>()));
         prop_oneof![
             (0..10u8, 0..400u64).prop_map(|(draw, after)| {
                 let respects = match draw {
@@ -655,9 +656,10 @@ mod tests {
                         let later = |millis| now + Duration::from_millis(millis);
                         let window = Window {
                             closed_until: closed.map(|(until, _)| later(until)),
-                            quota: meter.map(|(left, reset)| (left, later(reset))),
+                            quota: meter.map(|(left, reset, _)| (left, later(reset))),
                             limit: None,
                             guessed: closed.is_some_and(|(_, guessed)| guessed),
+                            reset_on_the_second: meter.is_some_and(|(_, _, second)| second),
                         };
                         kept.merge(window, ticket, now);
                         read.merge(window, ticket, now);
@@ -687,6 +689,7 @@ mod tests {
             quota: None,
             limit: None,
             guessed: false,
+            reset_on_the_second: false,
         };
         for (nth, ticket) in tickets.into_iter().enumerate() {
             let window = if nth < 2 { Window::default() } else { refused };

@@ -34,14 +34,16 @@
 //!   which was owed that request anyway, so none is refused for it (but for a window of one
 //!   request, which a later reset says opened, spent). Once a window was shown to reset whole,
 //!   the last request also waits for the answers out, to go alone. A countdown read as a
-//!   window opens is as tight as the round trip already.
+//!   window opens is as tight as the round trip already. A shared store keeps the same, on
+//!   the wall clock, for every process: the calls that ask while the last is held are the
+//!   others waiting, which it cannot otherwise see.
 
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::quota::{Quota, fold};
-use crate::gate::time::{Moment, after};
+use crate::gate::time::Moment;
 use crate::throttled::HeldBy;
 
 /// A reset is written to the whole second: the window may end up to this much before the one
@@ -71,9 +73,9 @@ pub(crate) struct ReportedWindow<T = Instant> {
     /// nothing until a window's first report shows the whole quota again.
     #[cfg_attr(feature = "redis", serde(default))]
     unrestored: bool,
-    /// What sends the window's last request early (a shared store keeps none of it).
-    #[cfg_attr(feature = "redis", serde(skip))]
-    early: LastEarly,
+    /// What sends the window's last request early.
+    #[cfg_attr(feature = "redis", serde(default = "LastEarly::default"))]
+    early: LastEarly<T>,
     /// Reports taken in so far, modulo 2³² (see [`went_after`]): a request that went when
     /// this many were is newer than each.
     #[cfg_attr(feature = "redis", serde(default))]
@@ -83,21 +85,32 @@ pub(crate) struct ReportedWindow<T = Instant> {
     lowest_by: Option<u32>,
 }
 
-/// What a gate keeps to send a window's last request early, where resets are read to the
-/// second.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct LastEarly {
+/// What is kept to send a window's last request early, where resets are read to the second.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "redis", derive(serde::Serialize, serde::Deserialize))]
+struct LastEarly<T> {
     /// The last report's reset named a whole second on the server's clock (an epoch second, a
     /// date): every reading of one window says the same second, up to a second late. A
     /// countdown read as a window opens is as tight as the round trip, and needs none of this.
     on_the_second: bool,
     /// When the current window's first request went.
-    opened: Option<Instant>,
+    opened: Option<T>,
     /// The longest a window lasts from its first request's send, as a last request sent early
     /// showed by finding room given back.
     length: Option<Duration>,
     /// A last request sent early found all the quota but itself: the window resets whole.
     resets_whole: bool,
+}
+
+impl<T> Default for LastEarly<T> {
+    fn default() -> Self {
+        LastEarly {
+            on_the_second: false,
+            opened: None,
+            length: None,
+            resets_whole: false,
+        }
+    }
 }
 
 impl<T> Default for ReportedWindow<T> {
@@ -250,7 +263,7 @@ fn went_after(seen: u32, report: u32) -> bool {
     seen.wrapping_sub(report).wrapping_sub(1) < 1 << 31
 }
 
-impl ReportedWindow<Instant> {
+impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
     /// Takes in whether the reset last reported names a whole second on the server's clock.
     pub(crate) fn read_to_the_second(&mut self, on_the_second: bool) {
         self.early.on_the_second = on_the_second;
@@ -262,16 +275,16 @@ impl ReportedWindow<Instant> {
     /// window it counted in.
     pub(crate) fn sending(
         &mut self,
-        quota: Option<Quota>,
+        quota: Option<Quota<T>>,
         out: u64,
-        now: Instant,
-    ) -> Option<Quota> {
+        now: T,
+    ) -> Option<Quota<T>> {
         self.early.opened.get_or_insert(now);
         quota.filter(|quota| {
             self.sends_last_early()
                 && out == 0
                 && quota.remaining == 1
-                && after(now, WRITTEN_TO) >= quota.reset_at
+                && now.later(WRITTEN_TO) >= quota.reset_at
         })
     }
 
@@ -281,29 +294,23 @@ impl ReportedWindow<Instant> {
     /// second before the reset read; once a window was shown to reset whole, for the answers
     /// out as well (they wake it; at the latest the reset), so that it goes alone. `None`: it
     /// goes now (so does the last request of a window not ending within two seconds).
-    pub(crate) fn last_held(
-        &self,
-        quota: Quota,
-        out: u64,
-        busy: bool,
-        now: Instant,
-    ) -> Option<Instant> {
+    pub(crate) fn last_held(&self, quota: Quota<T>, out: u64, busy: bool, now: T) -> Option<T> {
         if !self.sends_last_early()
             || !busy
             || quota.left_beside(out) != 1
-            || quota.reset_at > after(now, 2 * WRITTEN_TO)
+            || quota.reset_at > now.later(2 * WRITTEN_TO)
         {
             return None;
         }
         if out > 0 && self.early.resets_whole {
             return Some(quota.reset_at);
         }
-        let earliest = quota.reset_at.checked_sub(WRITTEN_TO)?;
+        let earliest = quota.reset_at.earlier(WRITTEN_TO)?;
         let at = self
             .early
             .opened
             .zip(self.early.length)
-            .map(|(opened, length)| after(opened, length))
+            .map(|(opened, length)| opened.later(length))
             .filter(|ended| *ended < quota.reset_at)
             .map_or(earliest, |ended| ended.max(earliest));
         (at > now).then_some(at)
@@ -318,17 +325,11 @@ impl ReportedWindow<Instant> {
     /// reported `quota`: if it found room (a new window, or some given back), the next window
     /// opened as it went, and the one before lasted no longer than from its first request to
     /// this answer.
-    pub(crate) fn last_answered(
-        &mut self,
-        before: Quota,
-        quota: Quota,
-        sent: Instant,
-        now: Instant,
-    ) {
+    pub(crate) fn last_answered(&mut self, before: Quota<T>, quota: Quota<T>, sent: T, now: T) {
         // Counted in the old window, it says nothing of the next (where a window holds one
         // request, a later reset says it opened a new one; otherwise a log's reset moves with
         // its newest request).
-        let later = quota.reset_at > after(before.reset_at, WRITTEN_TO / 2);
+        let later = quota.reset_at > before.reset_at.later(WRITTEN_TO / 2);
         if quota.remaining == 0 && (!later || self.limit.is_none_or(|limit| limit > 1)) {
             return;
         }

@@ -1,5 +1,6 @@
 //! What a shared store keeps of one key for every process: its closure, its window's quota as
-//! the server last reported it (by the gate's own window rules, on the wall clock), the
+//! the server last reported it (by the gate's own window rules, on the wall clock, a window's
+//! last request sent early where the reset is read to the second among them), the
 //! requests reserved and not yet answered, and, where the server publishes no quota, what the
 //! fleet learned of how fast it lets the key go (by the gate's own law, `rules/learn/`, on
 //! the store's clock). Pure; the Redis store keeps the same ledger (see `redis/`).
@@ -43,6 +44,10 @@ pub(crate) struct Ledger {
     pub(super) issued: u64,
     /// How fast the server lets the fleet go, where it publishes no quota.
     pub(super) learn: Learn<SystemTime>,
+    /// Until when a window's last request is held to go early: the calls that ask meanwhile
+    /// are others waiting, which a store cannot see in the processes (see [`Ledger::reserve`]).
+    #[cfg_attr(feature = "redis", serde(default))]
+    pub(super) last_held: Option<SystemTime>,
 }
 
 /// A request reserved and not yet answered.
@@ -63,6 +68,10 @@ pub(crate) struct Reserved {
     /// It went on a quota a reset restored, before any answer spoke of that window.
     #[cfg_attr(feature = "redis", serde(default))]
     pub(super) restored: bool,
+    /// It went alone as its window's last, early, on this quota, at this time: its answer
+    /// speaks for whichever window it counted in.
+    #[cfg_attr(feature = "redis", serde(default))]
+    pub(super) last: Option<(Quota<SystemTime>, SystemTime)>,
 }
 
 impl Ledger {
@@ -79,16 +88,23 @@ impl Ledger {
         u64::try_from(self.out.len()).unwrap_or(u64::MAX)
     }
 
+    /// Whether a window's last request, sent early, is out: its answer may open the next
+    /// window before the reset read.
+    fn last_out(&self) -> bool {
+        self.out.values().any(|reserved| reserved.last.is_some())
+    }
+
     /// What is known of the key at `now`, to hold a process's own calls by.
     pub(crate) fn window(&self, now: SystemTime) -> Window {
         Window {
             closed_until: self.closure.in_force(now),
             quota: self
                 .available(now)
-                .filter(|_| !self.reported.is_restored())
+                .filter(|_| !self.reported.is_restored() && !self.last_out())
                 .map(|quota| (quota.remaining, quota.reset_at)),
             limit: self.reported.limit(),
             guessed: false,
+            reset_on_the_second: false,
         }
     }
 
@@ -120,10 +136,13 @@ impl Ledger {
 
     /// Reserves one request for a call about to go at `now`. A closure holds every call; a
     /// window with nothing left to reserve holds a call that respects the quota until its
-    /// reset, and, where the server publishes none, the learned law holds a call that
-    /// respects what it learned as it holds a process's own calls. A spent window whose reset
-    /// has passed restores the whole quota, where the server gave it, so that the processes
-    /// together send no more than it at the reset.
+    /// reset (or looks again soon, where answers out may find room sooner); a window's last
+    /// request read to the second is held as a gate holds it (see `ReportedWindow::last_held`:
+    /// the calls that ask while it is held are the others waiting); and, where the server
+    /// publishes none, the learned law holds a call that respects what it learned as it holds
+    /// a process's own calls. A spent window whose reset has passed restores the whole quota,
+    /// where the server gave it, so that the processes together send no more than it at the
+    /// reset.
     pub(crate) fn reserve(&mut self, now: SystemTime, respects: Respects) -> Reservation {
         if let Some(until) = self.closure.in_force(now) {
             return Reservation::NotBefore {
@@ -133,12 +152,30 @@ impl Ledger {
         }
         self.out.retain(|_, reserved| reserved.until > now);
         self.restore(now);
-        if let Some(quota) = self.available(now) {
-            if respects.quota() && quota.is_spent() {
-                let until = if self.reported.is_restored() {
-                    now.later(LOOK_AGAIN)
+        let quota = self.reported.quota(now).filter(|_| respects.quota());
+        if let Some(available) = self.available(now).filter(|_| respects.quota()) {
+            // What is out of a restored window, or a last request sent early, may find room
+            // before the reset: the calls held look again when its answers may have come.
+            if available.is_spent() {
+                let until = if self.reported.is_restored() || self.last_out() {
+                    now.later(LOOK_AGAIN).min(available.reset_at)
                 } else {
-                    quota.reset_at
+                    available.reset_at
+                };
+                return Reservation::NotBefore {
+                    until,
+                    window: self.window(now),
+                };
+            }
+        }
+        if let Some(quota) = quota {
+            // Others wait where requests are out, or where calls asked while the last was held.
+            let busy = self.out() > 0 || self.last_held.is_some_and(|until| until > now);
+            if let Some(at) = self.reported.last_held(quota, self.out(), busy, now) {
+                self.last_held = Some(self.last_held.map_or(at, |until| until.max(at)));
+                let until = match self.out() {
+                    0 => at,
+                    _ => at.min(now.later(LOOK_AGAIN)),
                 };
                 return Reservation::NotBefore {
                     until,
@@ -166,6 +203,7 @@ impl Ledger {
             };
         }
         let tag = self.learn.sent(now, self.out());
+        let last = self.reported.sending(quota, self.out(), now);
         self.issued += 1;
         let reserved = Reserved {
             until: now.later(OUT_AT_MOST),
@@ -173,6 +211,7 @@ impl Ledger {
             seen: self.reported.taken(),
             learns: respects.learned(),
             restored: self.reported.is_restored(),
+            last: last.map(|quota| (quota, now)),
         };
         self.out.insert(self.issued, reserved);
         Reservation::Granted(Ticket::new(self.issued))
@@ -207,8 +246,12 @@ impl Ledger {
                     remaining,
                     reset_at,
                 };
+                if let Some((before, sent)) = reserved.and_then(|reserved| reserved.last) {
+                    self.reported.last_answered(before, quota, sent, now);
+                }
                 let went = (0, reserved.map(|reserved| reserved.seen));
                 self.reported.report(quota, None, None, went, now);
+                self.reported.read_to_the_second(window.reset_on_the_second);
             }
             None if !self.reported.is_known() => match (tag, closed) {
                 // A guess ends by the law's next reset, where that is sooner, as at a gate.
@@ -242,6 +285,7 @@ mod tests {
             quota: Some((remaining, reset)),
             limit,
             guessed: false,
+            reset_on_the_second: false,
         }
     }
 
@@ -387,6 +431,7 @@ mod tests {
             quota: None,
             limit: None,
             guessed: false,
+            reset_on_the_second: false,
         };
         ledger.merge(closed(now + 10 * SECOND), None, now);
         ledger.merge(closed(now + 2 * SECOND), None, now);
@@ -682,6 +727,73 @@ mod tests {
         assert!(learned.is_current(opened) && !learned.is_current(period));
     }
 
+    /// A window of four whose reset is read to the second, at `reset`.
+    fn to_the_second(remaining: u64, reset: SystemTime) -> Window {
+        Window {
+            reset_on_the_second: true,
+            ..quota(remaining, reset, Some(4))
+        }
+    }
+
+    #[test]
+    fn a_windows_last_request_read_to_the_second_goes_early_alone_as_at_a_gate() {
+        let opened = SystemTime::now();
+        let reset = opened + 1900 * MS;
+        let mut ledger = Ledger::default();
+        let tickets: Vec<_> = (0..3).map(|_| granted(&mut ledger, opened)).collect();
+        ledger.merge(to_the_second(3, reset), Some(tickets[0]), opened + 50 * MS);
+        // The last of the window, with requests out: it looks again when answers may be in.
+        let asked = opened + 60 * MS;
+        assert_eq!(
+            held_until(&mut ledger, asked, Respects::ALL),
+            Some(asked + LOOK_AGAIN)
+        );
+        ledger.merge(to_the_second(2, reset), Some(tickets[1]), opened + 70 * MS);
+        ledger.merge(to_the_second(1, reset), Some(tickets[2]), opened + 70 * MS);
+        // Nothing out, but a call asked while it was held: it waits for the earliest the
+        // window can end, a second before the reset read.
+        let earliest = reset - SECOND;
+        let asked = asked + LOOK_AGAIN;
+        assert_eq!(
+            held_until(&mut ledger, asked, Respects::ALL),
+            Some(earliest)
+        );
+        let last = granted(&mut ledger, earliest);
+        // Out alone, its answer may open the next window: the calls held look again soon, and
+        // no gate is told the spent window to hold its calls by until the reset read.
+        let Reservation::NotBefore { until, window } = ledger.reserve(earliest, Respects::ALL)
+        else {
+            panic!("granted beyond the window");
+        };
+        assert_eq!((until, window.quota), (earliest + LOOK_AGAIN, None));
+        // It found room 1.1 s after the window's first request went: a window lasts no longer
+        // from its first request, here the last's own.
+        let answered = opened + 1100 * MS;
+        let next = reset + SECOND;
+        ledger.merge(to_the_second(2, next), Some(last), answered);
+        assert_eq!(ledger.window(answered).quota, Some((2, next)));
+        let first = granted(&mut ledger, answered);
+        assert_eq!(
+            held_until(&mut ledger, answered, Respects::ALL),
+            Some(answered + LOOK_AGAIN)
+        );
+        ledger.merge(to_the_second(1, next), Some(first), answered + 50 * MS);
+        // Held past a second before the reset read, till that long after the window opened.
+        let ended = earliest + 1100 * MS;
+        let asked = answered + 60 * MS;
+        assert_eq!(held_until(&mut ledger, asked, Respects::ALL), Some(ended));
+    }
+
+    #[test]
+    fn a_reset_read_as_a_countdown_sends_the_last_request_at_once() {
+        let opened = SystemTime::now();
+        let reset = opened + 1900 * MS;
+        let mut ledger = Ledger::default();
+        let tickets: Vec<_> = (0..3).map(|_| granted(&mut ledger, opened)).collect();
+        ledger.merge(quota(3, reset, Some(4)), Some(tickets[0]), opened + 50 * MS);
+        granted(&mut ledger, opened + 60 * MS);
+    }
+
     #[test]
     fn an_answer_whose_closure_and_meter_end_at_its_own_instant_changes_nothing() {
         let now = SystemTime::now();
@@ -694,6 +806,7 @@ mod tests {
             quota: Some((0, reset)),
             limit: None,
             guessed: false,
+            reset_on_the_second: false,
         };
         ledger.merge(over, None, reset);
         assert_eq!(ledger, before);

@@ -38,6 +38,7 @@ use crate::throttled::HeldBy;
 ///     quota: Some((0, now + Duration::from_secs(30))),
 ///     limit: Some(5_000),
 ///     guessed: false,
+///     reset_on_the_second: false,
 /// };
 /// assert!(spent.is_current(now));
 /// assert!(!spent.is_current(now + Duration::from_secs(30)), "over at its reset");
@@ -53,6 +54,10 @@ pub struct Window {
     /// The server named no time: `closed_until` is the layer's guess, which the law that
     /// learns an unpublished limit may end sooner, at its next reset (as a gate does).
     pub guessed: bool,
+    /// The quota's reset was written as a whole second on the server's clock (an epoch
+    /// second, a date): it may fall up to a second before the one read, and the store sends a
+    /// window's last request early to find out, as a gate does.
+    pub reset_on_the_second: bool,
 }
 
 impl Window {
@@ -90,6 +95,7 @@ impl Window {
                 .map(|quota| (quota.remaining, clocks.wall(quota.reset_at))),
             limit: report.limit,
             guessed: matches!(report.closed_by, Some(HeldBy::Guess { .. })),
+            reset_on_the_second: report.reset_on_the_second,
         }
     }
 
@@ -102,7 +108,7 @@ impl Window {
             quota_by: Some(HeldBy::Fleet),
             instructed_until: None,
             limit: self.limit,
-            reset_on_the_second: false,
+            reset_on_the_second: self.reset_on_the_second,
             server_clock: None,
             quota: self.quota.map(|(remaining, reset)| Quota {
                 remaining,
@@ -355,6 +361,7 @@ mod tests {
             instructed_until: Some(now + 2 * SECOND),
             quota: Some(quota),
             limit: Some(10),
+            reset_on_the_second: true,
             ..Report::default()
         };
         // What set them is this process's to say: taken back, they were set by another.
@@ -364,6 +371,7 @@ mod tests {
             quota: Some(quota),
             quota_by: Some(HeldBy::Fleet),
             limit: Some(10),
+            reset_on_the_second: true,
             ..Report::default()
         };
         assert_eq!(Window::from_report(kept, &clocks).to_report(&clocks), taken);
