@@ -785,6 +785,19 @@ mod tests {
     }
 
     #[test]
+    fn a_windows_last_request_goes_at_once_where_no_other_call_waits_or_is_out() {
+        let opened = SystemTime::now();
+        let reset = opened + 1900 * MS;
+        let mut ledger = Ledger::default();
+        let tickets: Vec<_> = (0..3).map(|_| granted(&mut ledger, opened)).collect();
+        for (left, ticket) in [3, 2, 1].into_iter().zip(tickets) {
+            ledger.merge(to_the_second(left, reset), Some(ticket), opened + 50 * MS);
+        }
+        // The key's only call: holding it would only delay it.
+        granted(&mut ledger, opened + 100 * MS);
+    }
+
+    #[test]
     fn a_reset_read_as_a_countdown_sends_the_last_request_at_once() {
         let opened = SystemTime::now();
         let reset = opened + 1900 * MS;
