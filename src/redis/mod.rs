@@ -743,6 +743,27 @@ mod tests {
         reads_as(&older, &kept);
     }
 
+    #[test]
+    fn a_ledger_kept_before_the_store_sent_a_windows_last_request_early_still_reads() {
+        let kept = serde_json::to_string(&Ledger::default()).unwrap();
+        let field = kept.find(",\"early\":").expect("the field is written");
+        let end = field + kept[field..].find('}').expect("its state") + 1;
+        let older = format!("{}{}", &kept[..field], &kept[end..]);
+        let older = older.replace(",\"last_held\":null", "");
+        assert!(
+            !older.contains("early") && !older.contains("last_held"),
+            "{older}"
+        );
+        reads_as(&older, &kept);
+        let mut ledger = Ledger::default();
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        ledger.reserve(now, Respects::ALL);
+        let kept = serde_json::to_string(&ledger).unwrap();
+        let older = kept.replace(",\"last\":null", "");
+        assert_ne!(older, kept, "a reservation's field is written: {kept}");
+        reads_as(&older, &kept);
+    }
+
     #[cfg(feature = "redis-cluster")]
     #[test]
     fn different_limits_spread_over_the_slots() {
