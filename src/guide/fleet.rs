@@ -22,7 +22,9 @@
 //!   taken by requests already out across the fleet. Answers are merged back: the later closure
 //!   stands, never brought forward; within a window the lowest count, unless a request
 //!   reserved after it came back says more (the server gave some back). A window's reset
-//!   restores the quota the server gave once for the whole fleet, not once per process.
+//!   restores the quota the server gave once for the whole fleet, not once per process;
+//!   once the server refused what a reset restored, a reset restores nothing and one
+//!   request probes, alone, as at a gate.
 //! - **One set of rules, on one clock.** On Redis each key is one hash
 //!   (`tower-retry-after:{https://api.test}`: the prefix, then the key as a hash tag) holding
 //!   the very ledger a `MemoryStore` keeps, as JSON, and its version. A process reads it with
@@ -55,8 +57,9 @@
 //!   whole second (an epoch second, a date) may fall up to a second before the one read. As a
 //!   gate does (see the [gate guide](crate::guide::gate)), the store holds a window's last
 //!   request, while others wait or are out, until the earliest the window can have ended, and
-//!   sends it alone; its answer times the next window for every process. (A `Window` says
-//!   what the reset was read as: `reset_on_the_second`.)
+//!   sends it alone; its answer times the next window for every process, and no reset
+//!   restores the quota before it comes (a log may still count the last window's tail). (A
+//!   `Window` says what the reset was read as: `reset_on_the_second`.)
 //! - **Without meters, the fleet learns the limit together, by the gate's own law** (see the
 //!   [learning guide](crate::guide::learning)): the ledger runs it on the store's clock,
 //!   counting every process's requests out, and holds each reservation by it; a process's own

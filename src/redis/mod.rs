@@ -744,16 +744,19 @@ mod tests {
     }
 
     #[test]
-    fn a_ledger_kept_before_the_store_sent_a_windows_last_request_early_still_reads() {
+    fn a_ledger_kept_before_the_store_sent_a_last_request_early_or_probed_still_reads() {
         let kept = serde_json::to_string(&Ledger::default()).unwrap();
         let field = kept.find(",\"early\":").expect("the field is written");
         let end = field + kept[field..].find('}').expect("its state") + 1;
         let older = format!("{}{}", &kept[..field], &kept[end..]);
-        let older = older.replace(",\"last_held\":null", "");
-        assert!(
-            !older.contains("early") && !older.contains("last_held"),
-            "{older}"
-        );
+        let older = older
+            .replace(",\"last_held\":null", "")
+            .replace(",\"reopening\":false", "")
+            .replace(",\"probe\":null", "");
+        for field in ["early", "last_held", "reopening", "probe"] {
+            let written = format!("\"{field}\":");
+            assert!(!older.contains(&written), "{field} is written: {older}");
+        }
         reads_as(&older, &kept);
         let mut ledger = Ledger::default();
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);

@@ -24,6 +24,10 @@ pub(crate) const LOOK_AGAIN: Duration = Duration::from_millis(50);
 /// requests out, or answers lost in an outage, hold back no quota longer than this.
 pub(crate) const OUT_AT_MOST: Duration = Duration::from_secs(60);
 
+/// How long after a window's last request went early its answer is waited for, before a
+/// reset restores without it: it went at most a second before the reset read.
+const LAST_ANSWER: Duration = Duration::from_secs(2);
+
 /// How long a request out may hang before it holds no other back, as the learned law counts
 /// what is out: a call's default probe timeout.
 const HUNG: Duration = Duration::from_secs(10);
@@ -48,6 +52,13 @@ pub(crate) struct Ledger {
     /// are others waiting, which a store cannot see in the processes (see [`Ledger::reserve`]).
     #[cfg_attr(feature = "redis", serde(default))]
     pub(super) last_held: Option<SystemTime>,
+    /// A window ended and its reset restored nothing, though the server gave its whole
+    /// quota (it refused what a reset restored): the next request probes, alone.
+    #[cfg_attr(feature = "redis", serde(default))]
+    pub(super) reopening: bool,
+    /// The ticket of the last such probe: it holds the others while it is out.
+    #[cfg_attr(feature = "redis", serde(default))]
+    pub(super) probe: Option<u64>,
 }
 
 /// A request reserved and not yet answered.
@@ -88,10 +99,14 @@ impl Ledger {
         u64::try_from(self.out.len()).unwrap_or(u64::MAX)
     }
 
-    /// Whether a window's last request, sent early, is out: its answer may open the next
-    /// window before the reset read.
-    fn last_out(&self) -> bool {
-        self.out.values().any(|reserved| reserved.last.is_some())
+    /// Whether a window's last request, sent early, is out at `now`, and its answer still
+    /// due: it may open the next window before the reset read, or say what it holds after.
+    fn last_out(&self, now: SystemTime) -> bool {
+        self.out.values().any(|reserved| {
+            reserved
+                .last
+                .is_some_and(|(_, sent)| sent.later(LAST_ANSWER) > now)
+        })
     }
 
     /// What is known of the key at `now`, to hold a process's own calls by.
@@ -100,7 +115,7 @@ impl Ledger {
             closed_until: self.closure.in_force(now),
             quota: self
                 .available(now)
-                .filter(|_| !self.reported.is_restored() && !self.last_out())
+                .filter(|_| !self.reported.is_restored() && !self.last_out(now))
                 .map(|quota| (quota.remaining, quota.reset_at)),
             limit: self.reported.limit(),
             guessed: false,
@@ -151,13 +166,36 @@ impl Ledger {
             };
         }
         self.out.retain(|_, reserved| reserved.until > now);
+        // A window's last request sent early is out as its reset passes: its answer says
+        // which window it counted in and what the next holds (a log may still count the
+        // window's tail), so the reset restores nothing before it comes.
+        let over = self.reported.is_known() && self.reported.quota(now).is_none();
+        if respects.quota() && over && self.last_out(now) {
+            return Reservation::NotBefore {
+                until: now.later(LOOK_AGAIN),
+                window: self.window(now),
+            };
+        }
         self.restore(now);
+        // A window over that restored nothing: one request probes, and its answer says what
+        // the next window holds, as at a gate (one that hangs holds none back for long).
+        let probe_out = self
+            .probe
+            .and_then(|probe| self.out.get(&probe))
+            .and_then(|probe| probe.tag)
+            .is_some_and(|probe| probe.sent().later(HUNG) > now);
+        if respects.quota() && probe_out && self.reported.quota(now).is_none() {
+            return Reservation::NotBefore {
+                until: now.later(LOOK_AGAIN),
+                window: self.window(now),
+            };
+        }
         let quota = self.reported.quota(now).filter(|_| respects.quota());
         if let Some(available) = self.available(now).filter(|_| respects.quota()) {
             // What is out of a restored window, or a last request sent early, may find room
             // before the reset: the calls held look again when its answers may have come.
             if available.is_spent() {
-                let until = if self.reported.is_restored() || self.last_out() {
+                let until = if self.reported.is_restored() || self.last_out(now) {
                     now.later(LOOK_AGAIN).min(available.reset_at)
                 } else {
                     available.reset_at
@@ -214,13 +252,18 @@ impl Ledger {
             last: last.map(|quota| (quota, now)),
         };
         self.out.insert(self.issued, reserved);
+        if self.reopening && respects.quota() {
+            (self.reopening, self.probe) = (false, Some(self.issued));
+        }
         Reservation::Granted(Ticket::new(self.issued))
     }
 
-    /// A spent window that has reset by `now` gives the next the whole quota.
+    /// A spent window that has reset by `now` gives the next the whole quota; where the
+    /// server gave it and the reset cannot (the server refused what one restored), the next
+    /// request probes.
     fn restore(&mut self, now: SystemTime) {
-        if self.reported.take_over(now).is_some() {
-            self.reported.restore(0, now);
+        if self.reported.take_over(now).is_some() && !self.reported.restore(0, now) {
+            self.reopening = self.reported.limit().is_some();
         }
     }
 
@@ -320,12 +363,27 @@ mod tests {
             ..quota(0, next_reset, Some(3))
         };
         ledger.merge(refused, Some(restored), first_reset);
-        granted(&mut ledger, next_reset);
+        let probe = granted(&mut ledger, next_reset);
         assert!(
             !ledger.reported.is_restored(),
             "a restore the server refused is not made again"
         );
         assert_eq!(ledger.window(next_reset).quota, None);
+        // The one request that went probes, as at a gate: the others look again until its
+        // answer says what the new window holds, and then go by it.
+        assert_eq!(
+            held_until(&mut ledger, next_reset, Respects::ALL),
+            Some(next_reset + LOOK_AGAIN)
+        );
+        // One that hangs holds none back for long.
+        let mut hung = ledger.clone();
+        granted(&mut hung, next_reset + HUNG);
+        let answered = next_reset + 50 * MS;
+        ledger.merge(quota(2, answered + SECOND, Some(3)), Some(probe), answered);
+        for _ in 0..2 {
+            granted(&mut ledger, answered);
+        }
+        assert!(held_until(&mut ledger, answered, Respects::ALL).is_some());
     }
 
     #[test]
@@ -782,6 +840,34 @@ mod tests {
         let ended = earliest + 1100 * MS;
         let asked = answered + 60 * MS;
         assert_eq!(held_until(&mut ledger, asked, Respects::ALL), Some(ended));
+    }
+
+    #[test]
+    fn a_reset_restores_nothing_while_the_windows_last_request_sent_early_is_out() {
+        let opened = SystemTime::now();
+        let reset = opened + 1900 * MS;
+        let mut ledger = Ledger::default();
+        let tickets: Vec<_> = (0..3).map(|_| granted(&mut ledger, opened)).collect();
+        for (left, ticket) in [3, 2, 1].into_iter().zip(tickets) {
+            ledger.merge(to_the_second(left, reset), Some(ticket), opened + 50 * MS);
+        }
+        // The window's last, alone within a second of the reset read: sent early.
+        let last = granted(&mut ledger, reset - SECOND);
+        // The reset read passes before its answer comes: a log may still count the window's
+        // tail, so the whole quota is not restored; the calls look again soon.
+        assert_eq!(
+            held_until(&mut ledger, reset, Respects::ALL),
+            Some(reset + LOOK_AGAIN)
+        );
+        assert!(!ledger.reported.is_restored());
+        // Were its answer lost, the reset would restore once the answer is overdue.
+        let mut lost = ledger.clone();
+        granted(&mut lost, reset - SECOND + LAST_ANSWER);
+        // Its answer is the next window's first report.
+        let answered = reset + 10 * MS;
+        ledger.merge(to_the_second(2, reset + SECOND), Some(last), answered);
+        assert_eq!(ledger.window(answered).quota, Some((2, reset + SECOND)));
+        granted(&mut ledger, answered);
     }
 
     #[test]
