@@ -169,8 +169,7 @@ impl Ledger {
         // A window's last request sent early is out as its reset passes: its answer says
         // which window it counted in and what the next holds (a log may still count the
         // window's tail), so the reset restores nothing before it comes.
-        let over = self.reported.is_known() && self.reported.quota(now).is_none();
-        if respects.quota() && over && self.last_out(now) {
+        if respects.quota() && self.last_out(now) && self.reported.quota(now).is_none() {
             return Reservation::NotBefore {
                 until: now.later(LOOK_AGAIN),
                 window: self.window(now),
