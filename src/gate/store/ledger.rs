@@ -841,8 +841,9 @@ mod tests {
         assert_eq!(held_until(&mut ledger, asked, Respects::ALL), Some(ended));
     }
 
-    #[test]
-    fn a_reset_restores_nothing_while_the_windows_last_request_sent_early_is_out() {
+    /// A window of four read to the second, reset 1.9 s after it opened, three of its
+    /// requests answered 50 ms on: one left, nothing out.
+    fn one_left_to_the_second() -> (Ledger, SystemTime, SystemTime) {
         let opened = SystemTime::now();
         let reset = opened + 1900 * MS;
         let mut ledger = Ledger::default();
@@ -850,6 +851,12 @@ mod tests {
         for (left, ticket) in [3, 2, 1].into_iter().zip(tickets) {
             ledger.merge(to_the_second(left, reset), Some(ticket), opened + 50 * MS);
         }
+        (ledger, opened, reset)
+    }
+
+    #[test]
+    fn a_reset_restores_nothing_while_the_windows_last_request_sent_early_is_out() {
+        let (mut ledger, _, reset) = one_left_to_the_second();
         // The window's last, alone within a second of the reset read: sent early.
         let last = granted(&mut ledger, reset - SECOND);
         // The reset read passes before its answer comes: a log may still count the window's
@@ -871,13 +878,7 @@ mod tests {
 
     #[test]
     fn a_windows_last_request_goes_at_once_where_no_other_call_waits_or_is_out() {
-        let opened = SystemTime::now();
-        let reset = opened + 1900 * MS;
-        let mut ledger = Ledger::default();
-        let tickets: Vec<_> = (0..3).map(|_| granted(&mut ledger, opened)).collect();
-        for (left, ticket) in [3, 2, 1].into_iter().zip(tickets) {
-            ledger.merge(to_the_second(left, reset), Some(ticket), opened + 50 * MS);
-        }
+        let (mut ledger, opened, _) = one_left_to_the_second();
         // The key's only call: holding it would only delay it.
         granted(&mut ledger, opened + 100 * MS);
     }
