@@ -1,6 +1,6 @@
 //! A fleet sharing one credential: several sets of gates, as several processes have, calling
 //! one limiter, with and without a shared store. Paused clock; the limiter answers each request
-//! 50 ms after it arrives.
+//! 50 ms after it arrives, or after round trips drawn from a seed where a test says so.
 
 #[path = "support/limiter.rs"]
 mod limiter;
@@ -65,6 +65,12 @@ async fn fleet_with(
         window: SECOND,
     };
     let limiter = Limiter::new(model, headers).with_latency(Duration::from_millis(50));
+    fleet_against(limiter, layer, gates).await
+}
+
+/// The same fleet, each process's layer set as `layer` is, on the gates `gates` gives it,
+/// calling `limiter`.
+async fn fleet_against(limiter: Limiter, layer: RateLimitLayer, gates: impl Fn() -> Gates) -> Run {
     let started = Instant::now();
     let mut workers = Vec::new();
     for _ in 0..PROCESSES {
@@ -222,6 +228,53 @@ async fn a_fleet_told_its_resets_to_the_second_spends_a_window_in_close_to_its_l
         assert_eq!(shared.refused, 0, "{name}");
         let ratio = shared.took.as_secs_f64() / 19.0;
         assert!(ratio <= 1.30, "{name}: {ratio:.2} times the physical limit");
+    }
+}
+
+/// The same with round trips that vary, seeds 1 to 10: each way 10 to 40 ms, so answers come
+/// back in another order than their requests went, and the figures of a window's first answers
+/// already count requests still out. A store that held the calls till the reset read wherever
+/// all that was left was taken by requests out sent no last request early in those windows
+/// (the processes' gates, told the spent window, held their calls too): windows from the first
+/// request took up to 1.32 × the physical limit on these seeds (1.56 in 100), sliding logs 1.36.
+/// Held calls now look again as the answers come, as a gate's queue wakes on each.
+#[tokio::test(start_paused = true)]
+async fn a_fleet_told_its_resets_to_the_second_keeps_to_them_when_round_trips_vary() {
+    // A sliding log frees its oldest requests first, a few at a time, which the last request
+    // sent early cannot always read as a new window: 1.21 to 1.33 on these seeds.
+    for (algorithm, bound) in [(Algorithm::FirstRequest, 1.30), (Algorithm::Sliding, 1.35)] {
+        for seed in 1..=10 {
+            let model = Model::Shaped {
+                algorithm,
+                limit: 20,
+                window: SECOND,
+            };
+            let limiter =
+                Limiter::new(model, Headers::XRateLimitEpoch).with_round_trips_drawn_from(seed);
+            let store = Arc::new(MemoryStore::new());
+            let gates = || Gates::with_store(store.clone());
+            let layer = RateLimitLayer::new().jitter_seed(seed);
+            let shared = fleet_against(limiter, layer, gates).await;
+            let name = algorithm.flag();
+            let ratio = shared.took.as_secs_f64() / 19.0;
+            eprintln!(
+                "{name}, seed {seed}: {} refused, {ratio:.2}",
+                shared.refused
+            );
+            assert_eq!(
+                shared.served,
+                PROCESSES * WORKERS * CALLS_EACH,
+                "{name} {seed}"
+            );
+            assert!(
+                shared.refused <= 2,
+                "{name} {seed}: one in ten windows at most"
+            );
+            assert!(
+                ratio <= bound,
+                "{name} {seed}: {ratio:.2} × the physical limit"
+            );
+        }
     }
 }
 

@@ -52,7 +52,9 @@
 //!   call sleeps until the time the store named, and its process's gate holds the others till
 //!   then. The only repeated asking is every 50 ms while answers out may say more: at a
 //!   restored window's reset, until the reserved requests' answers say what the new window
-//!   holds, and around a window's last request sent early (below).
+//!   holds, around a window's last request sent early (below), and, where resets are read to
+//!   the second, while all that is left of a window is taken by requests out (their answers
+//!   may show the server counted them already, and leave the last request to go early).
 //! - **A reset read to the second costs no second more in a fleet.** A reset written as a
 //!   whole second (an epoch second, a date) may fall up to a second before the one read. As a
 //!   gate does (see the [gate guide](crate::guide::gate)), the store holds a window's last

@@ -1,7 +1,8 @@
 //! A simulated rate limiter as a tower service: the simulator's own limiter (one family of
 //! limiters for the simulator, the demo and the tests), answering at once on tokio's clock, or
 //! a server that refuses everything until a time; every request it received is recorded with
-//! the status it gave. Shared by the gate tests and the gate benchmark.
+//! the status it gave. Shared by the gate tests and the gate benchmark. Its answers come after a
+//! fixed latency, or after round trips drawn as the simulator draws them, from a seed.
 
 #![allow(dead_code)] // each user takes the part it needs
 
@@ -9,6 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::{Request, Response};
+use rand::rngs::SmallRng;
+use rand::{RngExt, SeedableRng};
 use tokio::time::Instant;
 use tower::{BoxError, Service};
 
@@ -40,7 +43,16 @@ pub enum Model {
 #[derive(Clone)]
 pub struct Limiter {
     state: Arc<Mutex<LimiterState>>,
-    latency: Duration,
+    latency: Latency,
+}
+
+/// How long a request takes to reach the limiter and its answer to come back.
+#[derive(Clone)]
+enum Latency {
+    /// Decided on arrival, answered this long after.
+    Fixed(Duration),
+    /// Each way drawn anew from 10 to 40 ms.
+    Drawn(Arc<Mutex<SmallRng>>),
 }
 
 /// What decides: the simulator's limiter, or a closure until a time.
@@ -90,13 +102,21 @@ impl Limiter {
                 log: Vec::new(),
                 script: Vec::new(),
             })),
-            latency: Duration::ZERO,
+            latency: Latency::Fixed(Duration::ZERO),
         }
     }
 
     /// Answers each request this long after it arrives (decided when it arrives).
     pub fn with_latency(mut self, latency: Duration) -> Self {
-        self.latency = latency;
+        self.latency = Latency::Fixed(latency);
+        self
+    }
+
+    /// Each request takes 10 to 40 ms to arrive and its answer as long again, each drawn anew
+    /// from `seed`'s sequence: requests sent in one order may arrive, and be answered, in
+    /// another.
+    pub fn with_round_trips_drawn_from(mut self, seed: u64) -> Self {
+        self.latency = Latency::Drawn(Arc::new(Mutex::new(SmallRng::seed_from_u64(seed))));
         self
     }
 
@@ -184,10 +204,25 @@ impl Service<Request<String>> for Limiter {
     }
 
     fn call(&mut self, _request: Request<String>) -> Self::Future {
-        let (answer, latency) = (self.answer(), self.latency);
-        Box::pin(async move {
-            tokio::time::sleep(latency).await;
-            Ok(answer)
-        })
+        match &self.latency {
+            Latency::Fixed(latency) => {
+                let (answer, latency) = (self.answer(), *latency);
+                Box::pin(async move {
+                    tokio::time::sleep(latency).await;
+                    Ok(answer)
+                })
+            }
+            Latency::Drawn(draws) => {
+                let draw = || Duration::from_millis(draws.lock().unwrap().random_range(10..=40));
+                let (there, back) = (draw(), draw());
+                let limiter = self.clone();
+                Box::pin(async move {
+                    tokio::time::sleep(there).await;
+                    let answer = limiter.answer();
+                    tokio::time::sleep(back).await;
+                    Ok(answer)
+                })
+            }
+        }
     }
 }

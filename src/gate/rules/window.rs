@@ -317,7 +317,7 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
     }
 
     /// Whether a window's last request may go early: its reset is read to the second.
-    fn sends_last_early(&self) -> bool {
+    pub(crate) fn sends_last_early(&self) -> bool {
         self.early.on_the_second
     }
 

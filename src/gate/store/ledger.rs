@@ -16,8 +16,8 @@ use crate::gate::rules::window::ReportedWindow;
 use crate::gate::time::Moment;
 use crate::throttled::HeldBy;
 
-/// How long a call held by a restored window that is all reserved waits before it asks again:
-/// the answers to the reserved requests, a round trip away, say what the new window holds.
+/// How long a call held while requests are out waits before it asks again: their answers, a
+/// round trip away, may give room back (a store's answers wake no call, as a gate's do).
 pub(crate) const LOOK_AGAIN: Duration = Duration::from_millis(50);
 
 /// How long a reserved request counts as out without an answer: a process that died with
@@ -109,13 +109,28 @@ impl Ledger {
         })
     }
 
-    /// What is known of the key at `now`, to hold a process's own calls by.
+    /// Whether answers due may find room in `available`, what is left beside the requests out,
+    /// before its reset: the calls it holds then look again every [`LOOK_AGAIN`], as a gate's
+    /// queue wakes on each answer. So they may after a reset restored the quota, while a
+    /// window's last request sent early is out, and where the reset is read to the second and
+    /// all that is left is taken by requests out (the server may have counted them in its
+    /// figures already, and the last request goes early only once their answers say one is
+    /// left). A countdown names the end within a round trip: a spent window holds till it.
+    fn answers_due(&self, available: Quota<SystemTime>, now: SystemTime) -> bool {
+        self.reported.is_restored()
+            || self.last_out(now)
+            || (available.is_spent() && self.out() > 0 && self.reported.sends_last_early())
+    }
+
+    /// What is known of the key at `now`, to hold a process's own calls by. A quota whose
+    /// answers are due is not told (see [`Ledger::answers_due`]): a process's gate would hold
+    /// its calls by it till the reset, where the store lets them look again.
     pub(crate) fn window(&self, now: SystemTime) -> Window {
         Window {
             closed_until: self.closure.in_force(now),
             quota: self
                 .available(now)
-                .filter(|_| !self.reported.is_restored() && !self.last_out(now))
+                .filter(|quota| !self.answers_due(*quota, now))
                 .map(|quota| (quota.remaining, quota.reset_at)),
             limit: self.reported.limit(),
             guessed: false,
@@ -191,10 +206,8 @@ impl Ledger {
         }
         let quota = self.reported.quota(now).filter(|_| respects.quota());
         if let Some(available) = self.available(now).filter(|_| respects.quota()) {
-            // What is out of a restored window, or a last request sent early, may find room
-            // before the reset: the calls held look again when its answers may have come.
             if available.is_spent() {
-                let until = if self.reported.is_restored() || self.last_out(now) {
+                let until = if self.answers_due(available, now) {
                     now.later(LOOK_AGAIN).min(available.reset_at)
                 } else {
                     available.reset_at
@@ -881,6 +894,28 @@ mod tests {
         let (mut ledger, opened, _) = one_left_to_the_second();
         // The key's only call: holding it would only delay it.
         granted(&mut ledger, opened + 100 * MS);
+    }
+
+    /// Four out, and the first answer leaves two: the server may have counted the others
+    /// already. Read to the second, the calls look again as the answers come (one of them may
+    /// leave the window's last request to send early), and no process is told the window to
+    /// hold its calls by till the reset; a countdown names the end within a round trip.
+    #[test]
+    fn all_that_is_left_taken_by_requests_out_holds_calls_till_their_answers_where_read_to_the_second()
+     {
+        let opened = SystemTime::now();
+        let reset = opened + 1900 * MS;
+        let (answered, asks) = (opened + 30 * MS, opened + 40 * MS);
+        for (window, until, told) in [
+            (to_the_second(2, reset), asks + LOOK_AGAIN, None),
+            (quota(2, reset, Some(4)), reset, Some((0, reset))),
+        ] {
+            let mut ledger = Ledger::default();
+            let tickets: Vec<_> = (0..4).map(|_| granted(&mut ledger, opened)).collect();
+            ledger.merge(window, Some(tickets[0]), answered);
+            assert_eq!(held_until(&mut ledger, asks, Respects::ALL), Some(until));
+            assert_eq!(ledger.window(asks).quota, told);
+        }
     }
 
     #[test]
