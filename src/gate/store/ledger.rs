@@ -358,6 +358,22 @@ mod tests {
         }
     }
 
+    /// Only a refusal says the server did not give back what a reset restored: an accepted
+    /// answer that found less than the whole quota (a log still counting, another client)
+    /// leaves the next reset to restore.
+    #[test]
+    fn a_restored_request_accepted_with_less_than_the_whole_quota_leaves_resets_restoring() {
+        let now = SystemTime::now();
+        let (first_reset, next_reset) = (now + SECOND, now + 2 * SECOND);
+        let mut ledger = Ledger::default();
+        let first = granted(&mut ledger, now);
+        ledger.merge(quota(0, first_reset, Some(3)), Some(first), now);
+        let restored = granted(&mut ledger, first_reset);
+        ledger.merge(quota(0, next_reset, Some(3)), Some(restored), first_reset);
+        granted(&mut ledger, next_reset);
+        assert!(ledger.reported.is_restored(), "the next reset restored 3");
+    }
+
     #[test]
     fn a_reset_whose_restored_quota_a_process_was_refused_restores_nothing_the_next_time() {
         let now = SystemTime::now();
