@@ -931,6 +931,20 @@ mod tests {
             ledger.merge(window, Some(tickets[0]), answered);
             assert_eq!(held_until(&mut ledger, asks, Respects::ALL), Some(until));
             assert_eq!(ledger.window(asks).quota, told);
+            // Every answer in, nothing left: no answer is due, and the window holds till its
+            // reset, told to every process.
+            for ticket in &tickets[1..] {
+                ledger.merge(
+                    Window {
+                        quota: Some((0, reset)),
+                        ..window
+                    },
+                    Some(*ticket),
+                    asks,
+                );
+            }
+            assert_eq!(held_until(&mut ledger, asks, Respects::ALL), Some(reset));
+            assert_eq!(ledger.window(asks).quota, Some((0, reset)));
         }
     }
 
