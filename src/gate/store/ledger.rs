@@ -358,17 +358,24 @@ mod tests {
         }
     }
 
-    /// Only a refusal says the server did not give back what a reset restored: an accepted
-    /// answer that found less than the whole quota (a log still counting, another client)
-    /// leaves the next reset to restore.
-    #[test]
-    fn a_restored_request_accepted_with_less_than_the_whole_quota_leaves_resets_restoring() {
+    /// A window of 3 spent by its first answer, and one request granted on the whole quota its
+    /// reset restored: the ledger, that request's ticket, the first reset and the next.
+    fn one_request_on_a_restored_quota() -> (Ledger, Ticket, SystemTime, SystemTime) {
         let now = SystemTime::now();
         let (first_reset, next_reset) = (now + SECOND, now + 2 * SECOND);
         let mut ledger = Ledger::default();
         let first = granted(&mut ledger, now);
         ledger.merge(quota(0, first_reset, Some(3)), Some(first), now);
         let restored = granted(&mut ledger, first_reset);
+        (ledger, restored, first_reset, next_reset)
+    }
+
+    /// Only a refusal says the server did not give back what a reset restored: an accepted
+    /// answer that found less than the whole quota (a log still counting, another client)
+    /// leaves the next reset to restore.
+    #[test]
+    fn a_restored_request_accepted_with_less_than_the_whole_quota_leaves_resets_restoring() {
+        let (mut ledger, restored, first_reset, next_reset) = one_request_on_a_restored_quota();
         ledger.merge(quota(0, next_reset, Some(3)), Some(restored), first_reset);
         granted(&mut ledger, next_reset);
         assert!(ledger.reported.is_restored(), "the next reset restored 3");
@@ -376,12 +383,7 @@ mod tests {
 
     #[test]
     fn a_reset_whose_restored_quota_a_process_was_refused_restores_nothing_the_next_time() {
-        let now = SystemTime::now();
-        let (first_reset, next_reset) = (now + SECOND, now + 2 * SECOND);
-        let mut ledger = Ledger::default();
-        let first = granted(&mut ledger, now);
-        ledger.merge(quota(0, first_reset, Some(3)), Some(first), now);
-        let restored = granted(&mut ledger, first_reset);
+        let (mut ledger, restored, first_reset, next_reset) = one_request_on_a_restored_quota();
         assert!(
             ledger.reported.is_restored(),
             "the reset restored the whole 3"
