@@ -11,6 +11,11 @@ use tokio::time::Instant;
 /// are written in whole seconds and aged, so one window's resets differ by up to a second.
 pub(crate) const SAME_WINDOW: Duration = Duration::from_secs(2);
 
+/// A reset written as a whole second on the server's clock: the window may end up to this much
+/// before the one read, and two readings of one second, each bounded by a clock read in that
+/// second, lie less than this apart.
+pub(crate) const WRITTEN_TO: Duration = Duration::from_secs(1);
+
 /// The quota the server last reported, while its window lasts: how much is left, and when the
 /// window resets (an instant on the clock `T`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +51,8 @@ impl<T: Copy> Quota<T> {
 /// What is known after `reported` is folded into `known`, a quota still current;
 /// `newer` when the report is known to have been counted after every report `known` holds
 /// (let through after the closure that `known` preceded, or after the lowest figure's answer
-/// came back with a higher one). `None`: the report changes nothing.
+/// came back with a higher one); `on_the_second` when resets name whole seconds on the
+/// server's clock. `None`: the report changes nothing.
 ///
 /// A report whose reset is clearly later starts a new window, unless the known one is spent
 /// and the report has room (a spent window has not reset yet: that is another, longer meter,
@@ -58,8 +64,18 @@ impl<T: Copy> Quota<T> {
 /// the lowest is the latest whatever order answers came back in, and, each reset being the
 /// server's rounded-up countdown read after it was written, the earliest reset is the closest to the
 /// truth; but a spent window is held until the latest reset a report saying so named, since a
-/// limiter whose reset moves (a token bucket's next token) refuses anything sooner.
-pub(crate) fn fold<T>(known: Quota<T>, reported: Quota<T>, newer: bool) -> Option<Quota<T>>
+/// limiter whose reset moves (a token bucket's next token) refuses anything sooner. Resets
+/// written as whole seconds on the server's clock name one second for every reading of a
+/// fixed window; two a whole second or more apart name different seconds, so the reset moved
+/// (a token bucket's full time, later as it is spent), and the later is kept there too, or
+/// the whole quota comes back into a bucket still drained. Nearer ones are one second read
+/// against clocks bounded more or less tightly: the earliest is the tightest.
+pub(crate) fn fold<T>(
+    known: Quota<T>,
+    reported: Quota<T>,
+    newer: bool,
+    on_the_second: bool,
+) -> Option<Quota<T>>
 where
     T: Copy + Ord + Add<Duration, Output = T>,
 {
@@ -80,6 +96,13 @@ where
             (true, true) => known.reset_at.max(reported.reset_at),
             (true, false) => known.reset_at,
             (false, true) => reported.reset_at,
+            (false, false)
+                if on_the_second
+                    && (reported.reset_at >= known.reset_at + WRITTEN_TO
+                        || known.reset_at >= reported.reset_at + WRITTEN_TO) =>
+            {
+                known.reset_at.max(reported.reset_at)
+            }
             (false, false) => known.reset_at.min(reported.reset_at),
         },
     })

@@ -21,34 +21,30 @@
 //!   bucket's countdown rounded up to the second, a limit shared with clients this gate cannot
 //!   see): resets then restore nothing, each new window's first request probes, until a window's
 //!   first report shows the whole quota again.
-//! - A reset written as a whole second on the server's clock (an epoch second, a date) may
-//!   fall up to a second before the one read, and every reading of one window names the same
-//!   second: a window that opens at its first request, released at that second, would open
-//!   just after each whole second and cost up to two. So where other calls wait or are out, a
-//!   window's last request goes alone at the earliest the window can have ended: a second
-//!   before its reset, or, once a window was shown to end sooner, that long after its first
-//!   request went. Its answer speaks for the window it counted in: room left says a new window
-//!   opened then, not at the reset read, or that the server gave some back (a sliding log,
-//!   whose reset moves with its newest request, frees its oldest first); either bounds how long
-//!   a window lasts from its first request. Nothing left says it counted in the old window,
-//!   which was owed that request anyway, so none is refused for it (but for a window of one
-//!   request, which a later reset says opened, spent). Once a window was shown to reset whole,
-//!   the last request also waits for the answers out, to go alone. A countdown read as a
-//!   window opens is as tight as the round trip already. A shared store keeps the same, on
-//!   the wall clock, for every process: the calls that ask while the last is held are the
-//!   others waiting, which it cannot otherwise see.
+//! - A reset written as a whole second on the server's clock (an epoch second, a date) may fall up
+//!   to a second before the one read, and every reading of one window names the same second: a
+//!   window that opens at its first request, released at that second, would open just after each
+//!   whole second and cost up to two. So where other calls wait or are out, a window's last
+//!   request waits for the answers out (they read the window latest: a reset that moves as the
+//!   window is spent names a later second in the later answers), and goes alone at the earliest
+//!   the window can have ended: a second before its reset, or, once a window was shown to end
+//!   sooner, that long after its first request went. Its answer speaks for the window it counted
+//!   in: room left says a new window opened then, not at the reset read, or that the server gave
+//!   some back (a sliding log, whose reset moves with its newest request, frees its oldest first);
+//!   either bounds how long a window lasts from its first request. Nothing left says it counted in
+//!   the old window, which was owed that request anyway, so none is refused for it (but for a
+//!   window of one request, which a later reset says opened, spent). A countdown read as a window
+//!   opens is as tight as the round trip already. A shared store keeps the same, on the wall
+//!   clock, for every process: the calls that ask while the last is held are the others waiting,
+//!   which it cannot otherwise see.
 
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::quota::{Quota, fold};
+use super::quota::{Quota, WRITTEN_TO, fold};
 use crate::gate::time::Moment;
 use crate::throttled::HeldBy;
-
-/// A reset is written to the whole second: the window may end up to this much before the one
-/// read.
-const WRITTEN_TO: Duration = Duration::from_secs(1);
 
 /// What is known of the window the server reports, on the clock `T`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,8 +94,6 @@ struct LastEarly<T> {
     /// The longest a window lasts from its first request's send, as a last request sent early
     /// showed by finding room given back.
     length: Option<Duration>,
-    /// A last request sent early found all the quota but itself: the window resets whole.
-    resets_whole: bool,
 }
 
 impl<T> Default for LastEarly<T> {
@@ -108,7 +102,6 @@ impl<T> Default for LastEarly<T> {
             on_the_second: false,
             opened: None,
             length: None,
-            resets_whole: false,
         }
     }
 }
@@ -230,7 +223,12 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
                     seen.is_some_and(|seen| self.lowest_by.is_none_or(|by| went_after(seen, by)));
                 let given_back =
                     after_lowest && quota.remaining > 0 && quota.remaining >= known.remaining;
-                if let Some(folded) = fold(known, quota, epoch > self.epoch || given_back) {
+                if let Some(folded) = fold(
+                    known,
+                    quota,
+                    epoch > self.epoch || given_back,
+                    self.early.on_the_second,
+                ) {
                     if folded.remaining != known.remaining {
                         self.lowest_by = Some(self.taken);
                     }
@@ -291,8 +289,8 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
     /// Until when the last request `quota` leaves beside `out` out waits, unless it is the
     /// key's only call (`busy`: others wait or are out): for the earliest the window can have
     /// ended, as the length a window was shown to last from its first request says, or else a
-    /// second before the reset read; once a window was shown to reset whole, for the answers
-    /// out as well (they wake it; at the latest the reset), so that it goes alone. `None`: it
+    /// second before the reset read; with answers out, for those first (they wake it; at the
+    /// latest the reset), so that it goes alone on the latest reading. `None`: it
     /// goes now (so does the last request of a window not ending within two seconds).
     pub(crate) fn last_held(&self, quota: Quota<T>, out: u64, busy: bool, now: T) -> Option<T> {
         if !self.sends_last_early()
@@ -302,7 +300,7 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
         {
             return None;
         }
-        if out > 0 && self.early.resets_whole {
+        if out > 0 {
             return Some(quota.reset_at);
         }
         let earliest = quota.reset_at.earlier(WRITTEN_TO)?;
@@ -347,8 +345,6 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
                     .map_or(lasted, |length| length.min(lasted)),
             );
         }
-        // All the quota but this request: the window reset whole.
-        self.early.resets_whole |= self.limit.is_some_and(|limit| quota.remaining + 1 >= limit);
         self.early.opened = Some(sent);
     }
 }
@@ -467,6 +463,28 @@ mod tests {
             assert!(window.restore(1, reset), "{remaining} left");
             let restored = Some(quota(20, reset + 10 * SECOND));
             assert_eq!(window.quota(reset), restored, "{remaining} left");
+        }
+    }
+
+    #[test]
+    fn a_window_with_room_keeps_a_later_whole_second_read_and_the_earliest_countdown() {
+        let now = Instant::now();
+        let (first, second) = (now + SECOND, now + 2 * SECOND);
+        for on_the_second in [true, false] {
+            let mut window = ReportedWindow::default();
+            window.read_to_the_second(on_the_second);
+            window.report(quota(19, first), Some(20), None, (0, None), now);
+            // One second read against a clock bounded less tightly: the earliest stands.
+            window.report(quota(18, first + 900 * MS), None, None, (0, None), now);
+            assert_eq!(window.quota(now), Some(quota(18, first)), "{on_the_second}");
+            // A token bucket spent further: its full time moved a second on.
+            window.report(quota(15, second), None, None, (0, None), now);
+            window.report(quota(17, first), None, None, (0, None), now);
+            // A whole second read a second later names another: the reset moved, and the
+            // quota comes back then, where a countdown read later is only read later.
+            let reset = if on_the_second { second } else { first };
+            assert_eq!(window.quota(now), Some(quota(15, reset)), "{on_the_second}");
+            assert!(window.take_over(first).is_some() != on_the_second);
         }
     }
 
@@ -683,10 +701,10 @@ mod tests {
         // Up to a second before the reset read: it goes then, not now.
         assert_eq!(window.last_held(last, 0, true, now), Some(now + 500 * MS));
         assert_eq!(window.last_held(last, 0, true, now + 500 * MS), None);
-        // With answers out it waits as long (a window not yet shown to reset whole).
+        // With answers out it waits for them (they wake it), at the latest the reset.
         assert_eq!(
             window.last_held(quota(3, now + 1500 * MS), 2, true, now),
-            Some(now + 500 * MS)
+            Some(now + 1500 * MS)
         );
         // The key's only call, or more than one left: it goes at once.
         assert_eq!(window.last_held(last, 0, false, now), None);
@@ -729,7 +747,7 @@ mod tests {
             window.last_held(next, 0, true, sent + 100 * MS),
             Some(sent + 1060 * MS)
         );
-        // A window shown to reset whole: its last waits for the answers out, to go alone.
+        // With answers out, its last waits for them, to go alone.
         let beside_two = quota(3, now + 3 * SECOND);
         assert_eq!(
             window.last_held(beside_two, 2, true, sent + 100 * MS),
@@ -826,11 +844,11 @@ mod tests {
             Some(sent + 1060 * MS)
         );
         assert_eq!(window.sending(Some(next), 0, sent + 1060 * MS), Some(next));
-        // Not shown to reset whole: with answers out, it does not wait for them.
+        // With answers out, it waits for them too.
         let beside_two = quota(3, now + 3 * SECOND);
         assert_eq!(
             window.last_held(beside_two, 2, true, sent + 100 * MS),
-            Some(sent + 1060 * MS)
+            Some(now + 3 * SECOND)
         );
     }
 }
