@@ -231,7 +231,7 @@ fn on_limiters_that_punish_bursts_the_layer_beats_doing_nothing() {
 /// refused, within 1.30 × the physical limit on every seed; windows aligned to the clock,
 /// whose reset the second names exactly, lose nothing by it. A token bucket's reset (when it
 /// is full) moves later as it is spent, so its later answers name a later second: the last
-/// request waits for them, and the whole quota comes back at the latest second read, not in
+/// request waits for them, and the whole quota comes back at the later second read, not in
 /// a burst every two seconds (2.01 × before) nor into a bucket still drained.
 #[test]
 fn a_reset_written_to_the_second_costs_close_to_its_window_not_a_second_more() {
