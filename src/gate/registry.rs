@@ -213,6 +213,7 @@ mod tests {
             quota: Some(Quota {
                 remaining,
                 reset_at: now + SECOND,
+                second: None,
             }),
             ..Report::default()
         };

@@ -61,7 +61,7 @@
 //!   request, while others wait or are out, until the earliest the window can have ended, and
 //!   sends it alone; its answer times the next window for every process, and no reset
 //!   restores the quota before it comes (a log may still count the last window's tail). (A
-//!   `Window` says what the reset was read as: `reset_on_the_second`.)
+//!   `Window` says which second the reset named: `reset_second`.)
 //! - **Without meters, the fleet learns the limit together, by the gate's own law** (see the
 //!   [learning guide](crate::guide::learning)): the ledger runs it on the store's clock,
 //!   counting every process's requests out, and holds each reservation by it; a process's own

@@ -34,8 +34,9 @@
 //!   calls wait or are out, the window's last unit waits for the answers out and goes alone at
 //!   the earliest the window can have ended, and if its answer finds room (a new window, or a
 //!   sliding log freeing its oldest), what it found goes then, not at the second read, and
-//!   times the next window. Two such seconds read a second or more apart say the reset moved
-//!   (a token bucket is full later as it is spent): the later is kept.
+//!   times the next window. A later second named says the reset moved (a token bucket is full
+//!   later as it is spent): it is kept. One second read twice is read as tightly as either
+//!   reading (each is the second against a bound of the server's clock).
 //! - **Nothing jams a gate.** A probe that has not answered within `probe_timeout` (10 s) lets
 //!   the next waiter probe. A pace comes only from a policy whose window is within the cap (a
 //!   daily quota is not a reason to space calls 17 s apart) and lasts only that window. A wait

@@ -2,7 +2,7 @@
 //! (`requests`, `tokens`, `input-tokens`, `output-tokens`, and any the API adds), each reset an
 //! RFC 3339 instant read against the response's `Date` (an epoch number is read as one too).
 
-use super::clock::{Reset, ResponseClock, names_an_epoch_second};
+use super::clock::{Reset, ResponseClock, epoch_second, second_of};
 use super::field::{ANTHROPIC_PREFIX, Fields, Name};
 use super::instant::parse_instant;
 use super::meter::{Reading, Unit};
@@ -22,9 +22,9 @@ pub(super) fn read<'a>(fields: &Fields<'a>, clock: &ResponseClock, found: &mut F
             "limit" => reading.limit = parse_count_with_fraction(line),
             "remaining" => reading.remaining = parse_count_with_fraction(line),
             "reset" => {
-                (reading.reset, reading.reset_on_the_second) = match reset(line, clock) {
-                    Some((left, on_the_second)) => (Some(left), on_the_second),
-                    None => (None, false),
+                (reading.reset, reading.reset_second) = match reset(line, clock) {
+                    Some((left, second)) => (Some(left), second),
+                    None => (None, None),
                 }
             }
             _ => continue,
@@ -50,13 +50,14 @@ fn unit(meter: &str) -> Unit {
     }
 }
 
-/// The time left at receipt, and whether the reset names a whole second on the server's clock.
-fn reset(line: &str, clock: &ResponseClock) -> Option<(std::time::Duration, bool)> {
+/// The time left at receipt, and the second on the server's clock the reset names, where it
+/// names one.
+fn reset(line: &str, clock: &ResponseClock) -> Option<(std::time::Duration, Option<u64>)> {
     match parse_decimal(line) {
         Some(number) => Some((
             clock.reset(Reset::from_number(number)),
-            names_an_epoch_second(number),
+            epoch_second(number),
         )),
-        None => parse_instant(line).map(|at| (clock.until(at), true)),
+        None => parse_instant(line).map(|at| (clock.until(at), second_of(at))),
     }
 }

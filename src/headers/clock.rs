@@ -42,10 +42,20 @@ pub(crate) enum Reset {
     At(SystemTime),
 }
 
-/// Whether a reset written as `value` names an instant in whole seconds on the server's clock
-/// (an epoch second): the window it ends may end up to a second before it.
-pub(crate) fn names_an_epoch_second(value: Decimal) -> bool {
-    (EPOCH_SECONDS_FROM..EPOCH_MILLIS_FROM).contains(&value.whole)
+/// The second on the server's clock (since the Unix epoch) a reset written as `value` names,
+/// where it names one (an epoch second): the window it ends may end up to a second before it.
+pub(crate) fn epoch_second(value: Decimal) -> Option<u64> {
+    (EPOCH_SECONDS_FROM..EPOCH_MILLIS_FROM)
+        .contains(&value.whole)
+        .then_some(value.whole)
+}
+
+/// The second on the server's clock (since the Unix epoch) an instant written as a date
+/// falls in.
+pub(crate) fn second_of(at: SystemTime) -> Option<u64> {
+    at.duration_since(UNIX_EPOCH)
+        .ok()
+        .map(|since| since.as_secs())
 }
 
 impl Reset {

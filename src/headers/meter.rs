@@ -44,9 +44,9 @@ pub struct Meter {
     limit: Option<u64>,
     remaining: Option<u64>,
     reset_in: Option<Duration>,
-    /// The reset names a whole second on the server's clock: the window may end up to a
-    /// second before it.
-    reset_on_the_second: bool,
+    /// The second on the server's clock (since the Unix epoch) the reset names, where it was
+    /// written as one: the window may end up to a second before it.
+    reset_second: Option<u64>,
     window: Option<Duration>,
     unit: Unit,
     read_at: Instant,
@@ -129,10 +129,10 @@ impl Meter {
         self.remaining == Some(0)
     }
 
-    /// Whether the reset names a whole second on the server's clock (an epoch second, a date):
-    /// the window may end up to a second before it.
-    pub(crate) fn reset_on_the_second(&self) -> bool {
-        self.reset_on_the_second
+    /// The second on the server's clock (since the Unix epoch) the reset names, where it was
+    /// written as one (an epoch second, a date): the window may end up to a second before it.
+    pub(crate) fn reset_second(&self) -> Option<u64> {
+        self.reset_second
     }
 
     /// When the window resets, on the monotonic clock: the receipt the reading was given
@@ -156,8 +156,9 @@ pub(crate) struct Reading<'a> {
     pub(crate) remaining: Option<u64>,
     /// Time left at receipt. `Some(Duration::ZERO)`: the server named a reset that has passed.
     pub(crate) reset: Option<Duration>,
-    /// The reset names a whole second on the server's clock (an epoch second, a date).
-    pub(crate) reset_on_the_second: bool,
+    /// The second on the server's clock the reset names, where it was written as one (an
+    /// epoch second, a date).
+    pub(crate) reset_second: Option<u64>,
     pub(crate) window: Option<Duration>,
     pub(crate) unit: Unit,
 }
@@ -171,7 +172,7 @@ impl Reading<'_> {
         self.limit = lowest(self.limit, other.limit);
         self.remaining = lowest(self.remaining, other.remaining);
         self.reset = self.reset.max(other.reset);
-        self.reset_on_the_second |= other.reset_on_the_second;
+        self.reset_second = self.reset_second.max(other.reset_second);
         self.window = self.window.max(other.window);
     }
 
@@ -195,7 +196,7 @@ impl Reading<'_> {
             limit: self.limit,
             remaining,
             reset_in,
-            reset_on_the_second: self.reset_on_the_second,
+            reset_second: self.reset_second,
             window: self.window,
             unit: self.unit,
             read_at,
@@ -241,29 +242,32 @@ mod tests {
     }
 
     #[test]
-    fn a_reset_that_names_a_second_in_either_reading_names_one_merged() {
+    fn a_reset_that_names_a_second_in_either_reading_names_the_latest_merged() {
         let mut countdown = Reading {
             reset: secs(1),
             ..Reading::default()
         };
         countdown.merge(Reading {
             reset: secs(2),
-            reset_on_the_second: true,
+            reset_second: Some(1_700_000_002),
             ..Reading::default()
         });
-        assert!(countdown.reset_on_the_second);
+        countdown.merge(Reading {
+            reset: secs(1),
+            reset_second: Some(1_700_000_001),
+            ..Reading::default()
+        });
+        assert_eq!(countdown.reset_second, Some(1_700_000_002));
         let meter = countdown.into_meter(Instant::now()).unwrap();
-        assert!(meter.reset_on_the_second());
+        assert_eq!(meter.reset_second(), Some(1_700_000_002));
         let mut plain = Reading {
             reset: secs(1),
             ..Reading::default()
         };
         plain.merge(Reading::default());
-        assert!(
-            !plain
-                .into_meter(Instant::now())
-                .unwrap()
-                .reset_on_the_second()
+        assert_eq!(
+            plain.into_meter(Instant::now()).unwrap().reset_second(),
+            None
         );
     }
 

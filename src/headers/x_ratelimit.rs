@@ -18,7 +18,7 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use super::clock::{Reset, ResponseClock, names_an_epoch_second, parse_http_date};
+use super::clock::{Reset, ResponseClock, epoch_second, parse_http_date, second_of};
 use super::field::{Fields, Name, members};
 use super::instant::parse_instant;
 use super::meter::Reading;
@@ -61,9 +61,9 @@ pub(crate) fn read<'a>(fields: &Fields<'a>, clock: &ResponseClock) -> Option<Rea
         .min()
         .or_else(|| Some(limit?.saturating_sub(used?)));
     let reset = values(RESET).filter_map(|value| reset(value, clock)).max();
-    let (reset, reset_on_the_second) = (
+    let (reset, reset_second) = (
         reset.map(|(left, _)| left),
-        reset.is_some_and(|(_, second)| second),
+        reset.and_then(|(_, second)| second),
     );
 
     let name = github::resource(fields).or_else(|| discord::bucket(fields));
@@ -72,7 +72,7 @@ pub(crate) fn read<'a>(fields: &Fields<'a>, clock: &ResponseClock) -> Option<Rea
         limit,
         remaining,
         reset,
-        reset_on_the_second,
+        reset_second,
         ..Reading::default()
     };
     let has_figures =
@@ -80,16 +80,17 @@ pub(crate) fn read<'a>(fields: &Fields<'a>, clock: &ResponseClock) -> Option<Rea
     has_figures.then_some(reading)
 }
 
-/// The time left at receipt, and whether the reset names a whole second on the server's clock.
-fn reset(value: &str, clock: &ResponseClock) -> Option<(Duration, bool)> {
+/// The time left at receipt, and the second on the server's clock the reset names, where it
+/// names one.
+fn reset(value: &str, clock: &ResponseClock) -> Option<(Duration, Option<u64>)> {
     match parse_decimal(value) {
         Some(number) => Some((
             clock.reset(Reset::from_number(number)),
-            names_an_epoch_second(number),
+            epoch_second(number),
         )),
         None => parse_http_date(value)
             .or_else(|| parse_instant(value))
-            .map(|at| (clock.until(at), true)),
+            .map(|at| (clock.until(at), second_of(at))),
     }
 }
 
@@ -167,16 +168,16 @@ mod tests {
 
     #[test]
     fn a_reset_names_a_second_when_written_as_an_epoch_second_or_a_date() {
-        let on_the_second = |reset: &'static str| {
+        let second = |reset: &'static str| {
             read_pairs(&[("x-ratelimit-reset", reset)])
                 .unwrap()
-                .reset_on_the_second
+                .reset_second
         };
-        assert!(on_the_second("1700000060"));
-        assert!(on_the_second("Tue, 14 Nov 2023 22:14:20 GMT"));
+        assert_eq!(second("1700000060"), Some(1_700_000_060));
+        assert_eq!(second("Tue, 14 Nov 2023 22:14:20 GMT"), Some(1_700_000_060));
         // A countdown, and an epoch in milliseconds, are read to their own precision.
-        assert!(!on_the_second("60"));
-        assert!(!on_the_second("1700000060000"));
+        assert_eq!(second("60"), None);
+        assert_eq!(second("1700000060000"), None);
     }
 
     #[test]

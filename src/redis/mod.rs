@@ -659,7 +659,12 @@ mod tests {
                             quota: meter.map(|(left, reset, _)| (left, later(reset))),
                             limit: None,
                             guessed: closed.is_some_and(|(_, guessed)| guessed),
-                            reset_on_the_second: meter.is_some_and(|(_, _, second)| second),
+                            reset_second: meter
+                                .filter(|(_, _, second)| *second)
+                                .map(|(_, reset, _)| {
+                                    let since = later(reset).duration_since(SystemTime::UNIX_EPOCH);
+                                    since.unwrap().as_secs()
+                                }),
                         };
                         kept.merge(window, ticket, now);
                         read.merge(window, ticket, now);
@@ -689,7 +694,7 @@ mod tests {
             quota: None,
             limit: None,
             guessed: false,
-            reset_on_the_second: false,
+            reset_second: None,
         };
         for (nth, ticket) in tickets.into_iter().enumerate() {
             let window = if nth < 2 { Window::default() } else { refused };

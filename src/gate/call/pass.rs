@@ -411,6 +411,7 @@ mod tests {
             quota: Some(Quota {
                 remaining: 5,
                 reset_at: now + SECOND,
+                second: None,
             }),
             ..Report::default()
         };

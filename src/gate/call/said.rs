@@ -67,8 +67,6 @@ struct Binding {
     /// The meter's whole quota a window, if the server gave it.
     limit: Option<u64>,
     unit: Unit,
-    /// Its reset names a whole second on the server's clock.
-    on_the_second: bool,
 }
 
 impl Said {
@@ -205,7 +203,6 @@ impl Said {
                 unit: binding.unit,
             }),
             limit: self.quota.and_then(|binding| binding.limit),
-            reset_on_the_second: self.quota.is_some_and(|binding| binding.on_the_second),
             pace: self.pace,
             server_clock: self.server_clock,
         }
@@ -247,13 +244,13 @@ fn quota(info: &RateLimitInfo, horizon: Instant) -> Option<Binding> {
             let quota = Quota {
                 remaining: meter.remaining()?,
                 reset_at,
+                second: meter.reset_second(),
             };
             let limit = meter.limit().filter(|_| meter.unit() == Unit::Requests);
             Some(Binding {
                 quota,
                 limit,
                 unit: meter.unit(),
-                on_the_second: meter.reset_on_the_second(),
             })
         })
         .min_by_key(|binding| {
@@ -273,6 +270,7 @@ fn tokens(info: &RateLimitInfo, horizon: Instant) -> TokenMeters {
                 Quota {
                     remaining,
                     reset_at,
+                    second: meter.reset_second(),
                 },
             );
         }
@@ -404,9 +402,10 @@ mod tests {
             Said::read(&mut response, now, wall, None, &settings, &[]).report(None)
         };
         let epoch = read("1700000001");
-        assert!(epoch.quota.is_some() && epoch.reset_on_the_second);
+        let second = |report: Report| report.quota.map(|quota| quota.second);
+        assert_eq!(second(epoch), Some(Some(1_700_000_001)));
         let countdown = read("1");
-        assert!(countdown.quota.is_some() && !countdown.reset_on_the_second);
+        assert_eq!(second(countdown), Some(None));
         // Anthropic's reset is an RFC 3339 instant, to the second.
         let mut response = Response::builder()
             .header("anthropic-ratelimit-requests-limit", "20")
@@ -415,7 +414,7 @@ mod tests {
             .body(())
             .unwrap();
         let instant = Said::read(&mut response, now, wall, None, &settings, &[]).report(None);
-        assert!(instant.quota.is_some() && instant.reset_on_the_second);
+        assert_eq!(second(instant), Some(Some(1_700_000_001)));
     }
 
     /// A 429 whose `RateLimit` field says its window is spent, and resets in `seconds`.

@@ -419,7 +419,6 @@ impl Gate {
         if let Some(quota) = report.quota.filter(|quota| quota.reset_at > now) {
             self.window
                 .report(quota, report.limit, report.quota_by, went, now);
-            self.window.read_to_the_second(report.reset_on_the_second);
         }
         if let Some(pace) = report.pace {
             self.reopening.pace(pace);
@@ -633,6 +632,7 @@ mod tests {
             quota: Some(Quota {
                 remaining,
                 reset_at,
+                second: None,
             }),
             ..Report::default()
         }
@@ -646,7 +646,6 @@ mod tests {
         quota: None,
         quota_by: None,
         limit: None,
-        reset_on_the_second: false,
         pace: None,
         server_clock: None,
     };
@@ -1592,6 +1591,7 @@ mod tests {
         let known = Quota {
             remaining: 3,
             reset_at: later + 50 * SECOND,
+            second: None,
         };
         assert_eq!(gate.quota(later), Some(known));
         assert_eq!(gate.quota(later + 2 * SECOND), Some(known));
@@ -1783,6 +1783,7 @@ mod tests {
         let merged = Quota {
             remaining: 3,
             reset_at: now + 8 * SECOND,
+            second: None,
         };
         // Two seconds earlier: the same window; the lowest figure and the earliest reset.
         gate.learn(quota(3, now + 8 * SECOND), now);
@@ -1979,6 +1980,7 @@ mod tests {
             quota: Some(Quota {
                 remaining: 0,
                 reset_at: open + 30 * SECOND,
+                second: None,
             }),
             pace: paced(10 * SECOND, open),
             ..HEALTHY
@@ -2283,6 +2285,7 @@ mod tests {
         let quota = Quota {
             remaining: left,
             reset_at: now + reset_in,
+            second: None,
         };
         meters.add(Unit::Tokens, quota);
         gate.take_tokens(&meters, now);
@@ -2330,6 +2333,7 @@ mod tests {
             Quota {
                 remaining: 500,
                 reset_at: now + 60 * SECOND,
+                second: None,
             },
         );
         gate.take_tokens(&meters, now);
@@ -2365,12 +2369,17 @@ mod tests {
         assert_eq!(gate.waiters(), 0);
     }
 
-    /// A report of a window of three whose reset is read to the second (an epoch reset).
-    fn on_the_second(remaining: u64, reset_at: Instant) -> Report {
+    /// A report of a window of three whose reset, read as `reset_at`, was written as the
+    /// `nth` second of a run on the server's clock (an epoch reset).
+    fn on_the_second(remaining: u64, reset_at: Instant, nth: u64) -> Report {
         Report {
             limit: Some(3),
-            reset_on_the_second: true,
-            ..quota(remaining, reset_at)
+            quota: Some(Quota {
+                remaining,
+                reset_at,
+                second: Some(1_700_000_000 + nth),
+            }),
+            ..HEALTHY
         }
     }
 
@@ -2384,18 +2393,18 @@ mod tests {
         let (_, waker) = waker();
         let mut gate = Gate::new();
         let first = gate.come(now).unwrap();
-        gate.answered(first, on_the_second(2, now + 1500 * MS), now + 20 * MS);
+        gate.answered(first, on_the_second(2, now + 1500 * MS, 2), now + 20 * MS);
         let second = gate.come(now + 20 * MS).unwrap();
         // The last of the window, with the second out and a call behind it: held.
         let last = gate.come(now + 20 * MS).unwrap_err();
         let behind = gate.come(now + 20 * MS).unwrap_err();
-        gate.answered(second, on_the_second(1, now + 1500 * MS), now + 40 * MS);
+        gate.answered(second, on_the_second(1, now + 1500 * MS, 2), now + 40 * MS);
         let (early, at) = gate.go(last, now + 40 * MS, &waker);
         assert_eq!(at, now + 500 * MS);
         assert!(early.last.is_some(), "it goes alone, as the window's last");
         // It opened a new window: the call behind goes now, a second before the reset read;
         // the next is that window's own last, held in turn.
-        gate.answered(early, on_the_second(2, now + 2500 * MS), now + 550 * MS);
+        gate.answered(early, on_the_second(2, now + 2500 * MS, 3), now + 550 * MS);
         assert!(gate.ask(behind, now + 550 * MS, &waker, TERMS).is_ok());
         assert!(gate.come(now + 550 * MS).is_err());
     }
@@ -2408,10 +2417,10 @@ mod tests {
         let (_, waker) = waker();
         let mut gate = Gate::new();
         let first = gate.come(now).unwrap();
-        gate.answered(first, on_the_second(2, now + 1500 * MS), now + 20 * MS);
+        gate.answered(first, on_the_second(2, now + 1500 * MS, 2), now + 20 * MS);
         let second = gate.come(now + 20 * MS).unwrap();
         let last = gate.come(now + 20 * MS).unwrap_err();
-        gate.answered(second, on_the_second(1, now + 1500 * MS), now + 40 * MS);
+        gate.answered(second, on_the_second(1, now + 1500 * MS, 2), now + 40 * MS);
         assert!(gate.ask(last, now + 40 * MS, &waker, TERMS).is_ok());
     }
 

@@ -24,8 +24,6 @@ pub(crate) struct Report {
     pub(crate) quota_by: Option<HeldBy>,
     /// The binding meter's whole quota a window, where the server gave it.
     pub(crate) limit: Option<u64>,
-    /// The binding meter's reset names a whole second on the server's clock.
-    pub(crate) reset_on_the_second: bool,
     /// The server's policy as a spacing between requests.
     pub(crate) pace: Option<Pace>,
     /// The server's clock, as the response's `Date` bounds it.

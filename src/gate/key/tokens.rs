@@ -64,7 +64,7 @@ impl TokenMeters {
             };
             *known = match *known {
                 None => Some(reported),
-                Some(current) => fold(current, reported, false, false).or(Some(current)),
+                Some(current) => fold(current, reported, false).or(Some(current)),
             };
         }
     }
@@ -123,6 +123,7 @@ mod tests {
                 Quota {
                     remaining: *remaining,
                     reset_at: now + Duration::from_secs(*reset_in),
+                    second: None,
                 },
             );
         }

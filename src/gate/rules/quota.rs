@@ -12,8 +12,7 @@ use tokio::time::Instant;
 pub(crate) const SAME_WINDOW: Duration = Duration::from_secs(2);
 
 /// A reset written as a whole second on the server's clock: the window may end up to this much
-/// before the one read, and two readings of one second, each bounded by a clock read in that
-/// second, lie less than this apart.
+/// before the one read.
 pub(crate) const WRITTEN_TO: Duration = Duration::from_secs(1);
 
 /// The quota the server last reported, while its window lasts: how much is left, and when the
@@ -23,6 +22,11 @@ pub(crate) const WRITTEN_TO: Duration = Duration::from_secs(1);
 pub(crate) struct Quota<T = Instant> {
     pub(crate) remaining: u64,
     pub(crate) reset_at: T,
+    /// The second on the server's clock (since the Unix epoch) the reset was written as, where
+    /// it was (an epoch second, a date): `reset_at` is that second read against a bound of the
+    /// server's clock, and every reading of one such reset names the same second.
+    #[cfg_attr(feature = "redis", serde(default))]
+    pub(crate) second: Option<u64>,
 }
 
 impl<T> Quota<T> {
@@ -51,8 +55,7 @@ impl<T: Copy> Quota<T> {
 /// What is known after `reported` is folded into `known`, a quota still current;
 /// `newer` when the report is known to have been counted after every report `known` holds
 /// (let through after the closure that `known` preceded, or after the lowest figure's answer
-/// came back with a higher one); `on_the_second` when resets name whole seconds on the
-/// server's clock. `None`: the report changes nothing.
+/// came back with a higher one). `None`: the report changes nothing.
 ///
 /// A report whose reset is clearly later starts a new window, unless the known one is spent
 /// and the report has room (a spent window has not reset yet: that is another, longer meter,
@@ -65,17 +68,12 @@ impl<T: Copy> Quota<T> {
 /// server's rounded-up countdown read after it was written, the earliest reset is the closest to the
 /// truth; but a spent window is held until the latest reset a report saying so named, since a
 /// limiter whose reset moves (a token bucket's next token) refuses anything sooner. Resets
-/// written as whole seconds on the server's clock name one second for every reading of a
-/// fixed window; two a whole second or more apart name different seconds, so the reset moved
-/// (a token bucket's full time, later as it is spent), and the later is kept there too, or
-/// the whole quota comes back into a bucket still drained. Nearer ones are one second read
-/// against clocks bounded more or less tightly: the earliest is the tightest.
-pub(crate) fn fold<T>(
-    known: Quota<T>,
-    reported: Quota<T>,
-    newer: bool,
-    on_the_second: bool,
-) -> Option<Quota<T>>
+/// written as whole seconds on the server's clock are kept by the second they name: a later
+/// second says the reset moved (a token bucket's full time, later as it is spent), and it is
+/// kept, or the whole quota comes back into a bucket still drained; one second read twice is
+/// read as tightly as either reading (each is that second against a bound of the server's
+/// clock, the tighter the later the bound).
+pub(crate) fn fold<T>(known: Quota<T>, reported: Quota<T>, newer: bool) -> Option<Quota<T>>
 where
     T: Copy + Ord + Add<Duration, Output = T>,
 {
@@ -90,20 +88,26 @@ where
     if earlier || later || newer {
         return Some(reported);
     }
+    let tighter = if reported.reset_at < known.reset_at {
+        reported
+    } else {
+        known
+    };
+    let reset = match (known.is_spent(), reported.is_spent()) {
+        (true, true) if reported.reset_at > known.reset_at => reported,
+        (true, _) => known,
+        (false, true) => reported,
+        (false, false) => match (known.second, reported.second) {
+            (Some(known_second), Some(reported_second)) if reported_second > known_second => {
+                reported
+            }
+            (Some(known_second), Some(reported_second)) if known_second > reported_second => known,
+            _ => tighter,
+        },
+    };
     Some(Quota {
         remaining: known.remaining.min(reported.remaining),
-        reset_at: match (known.is_spent(), reported.is_spent()) {
-            (true, true) => known.reset_at.max(reported.reset_at),
-            (true, false) => known.reset_at,
-            (false, true) => reported.reset_at,
-            (false, false)
-                if on_the_second
-                    && (reported.reset_at >= known.reset_at + WRITTEN_TO
-                        || known.reset_at >= reported.reset_at + WRITTEN_TO) =>
-            {
-                known.reset_at.max(reported.reset_at)
-            }
-            (false, false) => known.reset_at.min(reported.reset_at),
-        },
+        reset_at: reset.reset_at,
+        second: reset.second,
     })
 }

@@ -171,6 +171,7 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
         now: T,
     ) {
         self.report_limit(limit);
+        self.early.on_the_second = quota.second.is_some();
         self.fold_in(quota, epoch, seen, now);
         self.taken = self.taken.wrapping_add(1);
         if quota.is_spent() && self.quota.is_some_and(|known| known.is_spent()) {
@@ -197,6 +198,7 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
         self.quota = Some(Quota {
             remaining: limit,
             reset_at: now.later(self.span),
+            second: None,
         });
         self.epoch = epoch;
         self.restored = true;
@@ -223,12 +225,7 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
                     seen.is_some_and(|seen| self.lowest_by.is_none_or(|by| went_after(seen, by)));
                 let given_back =
                     after_lowest && quota.remaining > 0 && quota.remaining >= known.remaining;
-                if let Some(folded) = fold(
-                    known,
-                    quota,
-                    epoch > self.epoch || given_back,
-                    self.early.on_the_second,
-                ) {
+                if let Some(folded) = fold(known, quota, epoch > self.epoch || given_back) {
                     if folded.remaining != known.remaining {
                         self.lowest_by = Some(self.taken);
                     }
@@ -262,11 +259,6 @@ fn went_after(seen: u32, report: u32) -> bool {
 }
 
 impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
-    /// Takes in whether the reset last reported names a whole second on the server's clock.
-    pub(crate) fn read_to_the_second(&mut self, on_the_second: bool) {
-        self.early.on_the_second = on_the_second;
-    }
-
     /// A request goes at `now` with `out` out, on `quota` where it counts by one: the first
     /// since the window began opens it. The quota it went on if it is the window's last,
     /// alone, within the second its reset may fall in: its answer then speaks for whichever
@@ -371,6 +363,7 @@ mod tests {
         Quota {
             remaining,
             reset_at,
+            second: None,
         }
     }
 
@@ -467,25 +460,50 @@ mod tests {
     }
 
     #[test]
-    fn a_window_with_room_keeps_a_later_whole_second_read_and_the_earliest_countdown() {
+    fn a_window_with_room_keeps_the_latest_second_named_as_tightly_as_it_was_read() {
+        const S: u64 = 1_700_000_001;
         let now = Instant::now();
-        let (first, second) = (now + SECOND, now + 2 * SECOND);
-        for on_the_second in [true, false] {
-            let mut window = ReportedWindow::default();
-            window.read_to_the_second(on_the_second);
-            window.report(quota(19, first), Some(20), None, (0, None), now);
-            // One second read against a clock bounded less tightly: the earliest stands.
-            window.report(quota(18, first + 900 * MS), None, None, (0, None), now);
-            assert_eq!(window.quota(now), Some(quota(18, first)), "{on_the_second}");
-            // A token bucket spent further: its full time moved a second on.
-            window.report(quota(15, second), None, None, (0, None), now);
-            window.report(quota(17, first), None, None, (0, None), now);
-            // A whole second read a second later names another: the reset moved, and the
-            // quota comes back then, where a countdown read later is only read later.
-            let reset = if on_the_second { second } else { first };
-            assert_eq!(window.quota(now), Some(quota(15, reset)), "{on_the_second}");
-            assert!(window.take_over(first).is_some() != on_the_second);
-        }
+        let first = now + SECOND;
+        let named = |remaining, reset_at, second| Quota {
+            remaining,
+            reset_at,
+            second: Some(second),
+        };
+        let mut window = ReportedWindow::default();
+        window.report(
+            named(19, first + 900 * MS, S),
+            Some(20),
+            None,
+            (0, None),
+            now,
+        );
+        // One second read against a tighter bound of the server's clock, then a looser one:
+        // the tightest reading stands.
+        window.report(named(18, first, S), None, None, (0, None), now);
+        window.report(named(17, first + 500 * MS, S), None, None, (0, None), now);
+        assert_eq!(window.quota(now), Some(named(17, first, S)));
+        // A token bucket spent further names the next second, read against a bound tighter
+        // still: less than a second after the first second's reading, yet the reset moved.
+        window.report(
+            named(15, first + 400 * MS, S + 1),
+            None,
+            None,
+            (0, None),
+            now,
+        );
+        // A straggler naming the second before says nothing of the reset.
+        window.report(named(16, first, S), None, None, (0, None), now);
+        assert_eq!(window.quota(now), Some(named(15, first + 400 * MS, S + 1)));
+        assert_eq!(
+            window.take_over(first + 300 * MS),
+            None,
+            "the bucket is still drained"
+        );
+        // Countdowns name no second: the earliest is the tightest, a second later or not.
+        let mut counted = ReportedWindow::default();
+        counted.report(quota(19, first), Some(20), None, (0, None), now);
+        counted.report(quota(15, first + SECOND), None, None, (0, None), now);
+        assert_eq!(counted.quota(now), Some(quota(15, first)));
     }
 
     #[test]
@@ -553,6 +571,7 @@ mod tests {
             Quota {
                 remaining: 0,
                 reset_at: now + SECOND,
+                second: None,
             },
             Some(5),
             None,
@@ -567,6 +586,7 @@ mod tests {
             Some(Quota {
                 remaining: 5,
                 reset_at: now + 2 * SECOND,
+                second: None,
             })
         );
     }
@@ -674,21 +694,34 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
-    /// A window of 20 a second whose reset was read as `reset_at`, first sent at `opened`.
+    /// A quota whose reset was written as a whole second, read as `reset_at`.
+    fn to_the_second(remaining: u64, reset_at: Instant) -> Quota {
+        Quota {
+            second: Some(1_700_000_002),
+            ..quota(remaining, reset_at)
+        }
+    }
+
+    /// A window of 20 a second whose reset was read to the second as `reset_at`, first sent
+    /// at `opened`.
     fn window_of_twenty(reset_at: Instant, opened: Instant) -> ReportedWindow {
         let mut window = ReportedWindow::default();
-        window.report(quota(19, reset_at), Some(20), None, (0, None), opened);
-        window.read_to_the_second(true);
+        window.report(
+            to_the_second(19, reset_at),
+            Some(20),
+            None,
+            (0, None),
+            opened,
+        );
         window.sending(None, 0, opened);
         window
     }
 
-    /// A window of one request a second, spent, whose reset was read as `reset_at`, sent at
-    /// `opened`.
+    /// A window of one request a second, spent, whose reset was read to the second as
+    /// `reset_at`, sent at `opened`.
     fn window_of_one(reset_at: Instant, opened: Instant) -> ReportedWindow {
         let mut window = ReportedWindow::default();
-        window.report(quota(0, reset_at), Some(1), None, (0, None), opened);
-        window.read_to_the_second(true);
+        window.report(to_the_second(0, reset_at), Some(1), None, (0, None), opened);
         window.sending(None, 0, opened);
         window
     }

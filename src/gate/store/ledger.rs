@@ -90,7 +90,7 @@ impl Ledger {
     fn available(&self, now: SystemTime) -> Option<Quota<SystemTime>> {
         self.reported.quota(now).map(|quota| Quota {
             remaining: quota.left_beside(self.out()),
-            reset_at: quota.reset_at,
+            ..quota
         })
     }
 
@@ -134,7 +134,7 @@ impl Ledger {
                 .map(|quota| (quota.remaining, quota.reset_at)),
             limit: self.reported.limit(),
             guessed: false,
-            reset_on_the_second: false,
+            reset_second: None,
         }
     }
 
@@ -300,13 +300,13 @@ impl Ledger {
                 let quota = Quota {
                     remaining,
                     reset_at,
+                    second: window.reset_second,
                 };
                 if let Some((before, sent)) = reserved.and_then(|reserved| reserved.last) {
                     self.reported.last_answered(before, quota, sent, now);
                 }
                 let went = (0, reserved.map(|reserved| reserved.seen));
                 self.reported.report(quota, None, None, went, now);
-                self.reported.read_to_the_second(window.reset_on_the_second);
             }
             None if !self.reported.is_known() => match (tag, closed) {
                 // A guess ends by the law's next reset, where that is sooner, as at a gate.
@@ -340,7 +340,7 @@ mod tests {
             quota: Some((remaining, reset)),
             limit,
             guessed: false,
-            reset_on_the_second: false,
+            reset_second: None,
         }
     }
 
@@ -519,7 +519,7 @@ mod tests {
             quota: None,
             limit: None,
             guessed: false,
-            reset_on_the_second: false,
+            reset_second: None,
         };
         ledger.merge(closed(now + 10 * SECOND), None, now);
         ledger.merge(closed(now + 2 * SECOND), None, now);
@@ -817,8 +817,9 @@ mod tests {
 
     /// A window of four whose reset is read to the second, at `reset`.
     fn to_the_second(remaining: u64, reset: SystemTime) -> Window {
+        let second = reset.duration_since(SystemTime::UNIX_EPOCH).unwrap();
         Window {
-            reset_on_the_second: true,
+            reset_second: Some(second.as_secs()),
             ..quota(remaining, reset, Some(4))
         }
     }
@@ -972,7 +973,7 @@ mod tests {
             quota: Some((0, reset)),
             limit: None,
             guessed: false,
-            reset_on_the_second: false,
+            reset_second: None,
         };
         ledger.merge(over, None, reset);
         assert_eq!(ledger, before);

@@ -38,7 +38,7 @@ use crate::throttled::HeldBy;
 ///     quota: Some((0, now + Duration::from_secs(30))),
 ///     limit: Some(5_000),
 ///     guessed: false,
-///     reset_on_the_second: false,
+///     reset_second: None,
 /// };
 /// assert!(spent.is_current(now));
 /// assert!(!spent.is_current(now + Duration::from_secs(30)), "over at its reset");
@@ -54,10 +54,11 @@ pub struct Window {
     /// The server named no time: `closed_until` is the layer's guess, which the law that
     /// learns an unpublished limit may end sooner, at its next reset (as a gate does).
     pub guessed: bool,
-    /// The quota's reset was written as a whole second on the server's clock (an epoch
-    /// second, a date): it may fall up to a second before the one read, and the store sends a
-    /// window's last request early to find out, as a gate does.
-    pub reset_on_the_second: bool,
+    /// The second on the server's clock (since the Unix epoch) the quota's reset was written
+    /// as, where it was (an epoch second, a date): the window may end up to a second before
+    /// it, and the store sends a window's last request early to find out, as a gate does;
+    /// readings of one second keep the tightest, and a later second says the reset moved.
+    pub reset_second: Option<u64>,
 }
 
 impl Window {
@@ -95,7 +96,7 @@ impl Window {
                 .map(|quota| (quota.remaining, clocks.wall(quota.reset_at))),
             limit: report.limit,
             guessed: matches!(report.closed_by, Some(HeldBy::Guess { .. })),
-            reset_on_the_second: report.reset_on_the_second,
+            reset_second: report.quota.and_then(|quota| quota.second),
         }
     }
 
@@ -108,11 +109,11 @@ impl Window {
             quota_by: Some(HeldBy::Fleet),
             instructed_until: None,
             limit: self.limit,
-            reset_on_the_second: self.reset_on_the_second,
             server_clock: None,
             quota: self.quota.map(|(remaining, reset)| Quota {
                 remaining,
                 reset_at: clocks.instant(reset),
+                second: self.reset_second,
             }),
             pace: None,
         }
@@ -352,6 +353,7 @@ mod tests {
         let quota = Quota {
             remaining: 4,
             reset_at: now + 5 * SECOND,
+            second: Some(1_700_000_005),
         };
         // This process keeps the closure a spread after the server's instruction; the spread
         // is its own, each process draws another.
@@ -361,7 +363,6 @@ mod tests {
             instructed_until: Some(now + 2 * SECOND),
             quota: Some(quota),
             limit: Some(10),
-            reset_on_the_second: true,
             ..Report::default()
         };
         // What set them is this process's to say: taken back, they were set by another.
@@ -371,7 +372,6 @@ mod tests {
             quota: Some(quota),
             quota_by: Some(HeldBy::Fleet),
             limit: Some(10),
-            reset_on_the_second: true,
             ..Report::default()
         };
         assert_eq!(Window::from_report(kept, &clocks).to_report(&clocks), taken);
