@@ -70,9 +70,9 @@ impl<T: Copy> Quota<T> {
 /// limiter whose reset moves (a token bucket's next token) refuses anything sooner. Resets
 /// written as whole seconds on the server's clock are kept by the second they name: a later
 /// second says the reset moved (a token bucket's full time, later as it is spent), and it is
-/// kept, or the whole quota comes back into a bucket still drained; one second read twice is
-/// read as tightly as either reading (each is that second against a bound of the server's
-/// clock, the tighter the later the bound).
+/// kept, or the whole quota comes back into a bucket still drained; one second read twice
+/// keeps the earlier reading (each is that second read against a bound of the server's clock,
+/// and a tighter bound reads it earlier, never early).
 pub(crate) fn fold<T>(known: Quota<T>, reported: Quota<T>, newer: bool) -> Option<Quota<T>>
 where
     T: Copy + Ord + Add<Duration, Output = T>,
