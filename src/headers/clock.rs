@@ -339,6 +339,20 @@ mod tests {
     use http::{HeaderMap, HeaderValue};
     use proptest::prelude::*;
 
+    #[test]
+    fn a_reset_names_a_second_only_where_it_is_one_on_the_servers_clock() {
+        let number = |text| parse_decimal(text).unwrap();
+        assert_eq!(epoch_second(number("1700000060")), Some(1_700_000_060));
+        assert_eq!(epoch_second(number("1700000060.5")), Some(1_700_000_060));
+        // A countdown, and milliseconds since the epoch, name no second.
+        assert_eq!(epoch_second(number("60")), None);
+        assert_eq!(epoch_second(number("1700000060000")), None);
+        let instant = UNIX_EPOCH + Duration::from_millis(1_700_000_060_900);
+        assert_eq!(second_of(instant), Some(1_700_000_060));
+        // Before the epoch a date names no second this crate can carry.
+        assert_eq!(second_of(UNIX_EPOCH - Duration::from_secs(1)), None);
+    }
+
     const NOW: u64 = 1_700_000_000;
 
     fn at(seconds: u64) -> SystemTime {
