@@ -8,6 +8,8 @@
 mod limiter;
 #[path = "../examples/simulate/sim.rs"]
 mod sim;
+#[path = "../examples/simulate/sweep.rs"]
+mod sweep;
 #[path = "../examples/simulate/timeline.rs"]
 mod timeline;
 #[path = "../examples/simulate/trace.rs"]
@@ -23,7 +25,7 @@ use http_body_util::Full;
 use limiter::{Algorithm, Headers};
 use tokio::time::Instant;
 use tower::ServiceExt;
-use workload::{Args, Measured};
+use workload::{Args, Measured, Outcome};
 
 /// The default workload (50 workers, 400 requests) at a limit of 20 per 1 s: more workers than
 /// a window admits, as in BENCHMARKS.md's `--limit 20` tables.
@@ -280,4 +282,87 @@ fn meters_that_give_back_within_a_window_are_followed_not_burst_into() {
         };
         never_refused_and_within(&args, bound);
     }
+}
+
+/// One run's figures for the sweep's verdict: `refused` of its requests refused, done in
+/// `ratio` × a physical limit of 20 s (`None`: unfinished).
+fn outcome(refused: usize, ratio: Option<f64>) -> Outcome {
+    let physical_limit = Duration::from_secs(20);
+    Outcome {
+        measured: Measured {
+            completion: physical_limit.mul_f64(ratio.unwrap_or(10.0)),
+            latencies: ratio.map_or(vec![], |_| vec![Duration::from_millis(50)]),
+        },
+        log: (0..refused).map(|_| (Duration::ZERO, false)).collect(),
+        physical_limit,
+    }
+}
+
+/// The verdict `headers` gives the defaults on `algorithm` (windows of a second), refused
+/// `refused` times in `ratio` × the physical limit, where the plain client was refused 800
+/// times in 1.30 ×.
+fn verdict(
+    algorithm: Algorithm,
+    headers: Headers,
+    refused: usize,
+    ratio: Option<f64>,
+) -> Result<(), &'static str> {
+    let row = sweep::Row {
+        algorithm,
+        headers,
+        window: Duration::from_secs(1),
+        seeds: vec![],
+    };
+    let outcomes = [
+        outcome(800, Some(1.30)),
+        outcome(0, None),
+        outcome(refused, ratio),
+    ];
+    row.verdict(&outcomes)
+}
+
+/// The sweep holds each header style to its own bar: told no quota, refused a tenth as often
+/// as the plain client and within the shape's bound; told meters, never refused and within
+/// 1.10 ×; told a reset that names a second on windows of a second, refused once in ten
+/// windows and within 1.30 ×. Never worse than doing nothing on every style.
+#[test]
+fn the_sweep_holds_each_header_style_to_its_own_bar() {
+    use Algorithm::{FirstRequest, Sliding, TokenBucket};
+    use Headers::{Draft8, RetryAfter, XRateLimitEpoch};
+    assert_eq!(verdict(TokenBucket, RetryAfter, 80, Some(1.15)), Ok(()));
+    assert_eq!(
+        verdict(TokenBucket, RetryAfter, 81, Some(1.15)),
+        Err("refused too often")
+    );
+    assert_eq!(verdict(TokenBucket, Draft8, 0, Some(1.10)), Ok(()));
+    assert_eq!(
+        verdict(TokenBucket, Draft8, 1, Some(1.05)),
+        Err("refused too often")
+    );
+    assert_eq!(
+        verdict(TokenBucket, Draft8, 0, Some(1.15)),
+        Err("far from the limit")
+    );
+    // 1.25 × 20 s is 25 windows of a second: two refusals allowed, not three.
+    for algorithm in [FirstRequest, Sliding] {
+        assert_eq!(verdict(algorithm, XRateLimitEpoch, 2, Some(1.25)), Ok(()));
+        assert_eq!(
+            verdict(algorithm, XRateLimitEpoch, 3, Some(1.25)),
+            Err("refused too often")
+        );
+        assert_eq!(
+            verdict(algorithm, XRateLimitEpoch, 0, Some(1.31)),
+            Err("far from the limit")
+        );
+    }
+    assert_eq!(
+        verdict(TokenBucket, XRateLimitEpoch, 0, Some(1.25)),
+        Err("far from the limit")
+    );
+    assert_eq!(verdict(TokenBucket, Draft8, 0, None), Err("unfinished"));
+    // Past 1.05 × the plain client's 1.30, on any style.
+    assert_eq!(
+        verdict(TokenBucket, RetryAfter, 0, Some(1.37)),
+        Err("slower than plain")
+    );
 }
