@@ -49,7 +49,7 @@ impl<T: Moment> Known<T> {
     /// What `round`, ended and answered, says at `now`: of the period (rule 4) and of the
     /// burst and the rate (rules 1 to 3); what it was, and what it left.
     pub(super) fn judge(&mut self, round: &Round<T>, now: T) -> Judged {
-        if let (Some(until), Some(began)) = (round.earliest, round.began) {
+        if let (Some(until), Some(began)) = (round.earliest, round.window()) {
             let measured = until.since(began).max(TICK);
             self.period = Some(self.period.map_or(measured, |period| period.min(measured)));
             self.named = true;

@@ -33,7 +33,8 @@
 //!    raise beyond the least refused waits at least a period, and until the step has repaid
 //!    what the refusal cost, twice over for each raise undone in a row (step × waited ≥ 2ⁿ ×
 //!    value × cost); the cost is how much later than planned the key could send again.
-//! 4. **The period is measured never early**: from a round's first send to the end of the
+//! 4. **The period is measured never early**: from when the window a round counts against
+//!    began (its first send; a probe's round, the window it probes) to the end of the
 //!    earliest instruction its refusals carried (each bounds the same reset), or to the send
 //!    of the first request accepted after a refusal without one (which the next round counts
 //!    as its first: it took one of the window's requests); the shortest seen is the

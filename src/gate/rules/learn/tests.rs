@@ -857,6 +857,30 @@ fn a_reset_the_server_never_named_is_probed_by_one_request_alone() {
 }
 
 #[test]
+fn a_probe_refused_with_an_instruction_measures_the_window_from_when_it_began() {
+    // A window began at `window`; where the server named nothing, the law tried its reset
+    // halfway through what it had seen and sent a probe 620 ms in. The server refuses the
+    // probe, naming the window's end a second after it began: that window lasted a second,
+    // not the 380 ms from the probe's send.
+    let window = start();
+    let mut known = Known::<SystemTime>::new(5);
+    (known.period, known.named) = (Some(SECOND), false);
+    let probe = window + 620 * MS;
+    let mut round = Round::new(3, 5.0, Some(probe), None);
+    (round.probing, round.began) = (Some(window), Some(probe));
+    let until = window + SECOND;
+    (round.refused, round.earliest, round.refused_sent) =
+        (Some(Some(until)), Some(until), Some(probe));
+    known.judge(&round, probe + 20 * MS);
+    assert_eq!(
+        known.period,
+        Some(SECOND),
+        "never shorter than the window named"
+    );
+    assert!(known.named);
+}
+
+#[test]
 fn each_round_judged_is_handed_out_once_with_what_it_left_the_key_at() {
     let (mut law, reset) = learned_five();
     assert_eq!(law.take_judged(), None, "nothing judged yet");
