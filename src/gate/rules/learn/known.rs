@@ -13,12 +13,14 @@ use crate::gate::time::Moment;
 #[cfg_attr(feature = "redis", derive(serde::Serialize, serde::Deserialize))]
 pub(super) struct Known<T> {
     pub(super) burst: Search<T>,
-    /// Tokens a second between resets; zero where the server keeps windows.
+    /// Tokens a second between resets; zero until one is tried from zero and kept. The key
+    /// keeps windows while it gives less than a burst a period ([`Known::keeps_windows`]).
     pub(super) rate: Search<T>,
     /// The rate was cut, and no round went unrefused since: a refusal now is the cut's debt.
     #[cfg_attr(feature = "redis", serde(default))]
     pub(super) rate_owing: bool,
-    /// `None` until a refusal without an instruction is followed by an acceptance.
+    /// `None` until a round whose refusals named an instruction is judged, or a refusal
+    /// without one is followed by an acceptance.
     pub(super) period: Option<Duration>,
     /// The server named a reset: the period is its, not a guess to probe.
     pub(super) named: bool,
@@ -127,8 +129,9 @@ fn judge<T: Moment>(known: &mut Known<T>, round: &Round<T>, now: T) {
     } else if burst.trying && round.burst_tried && round.refused.is_none() {
         burst.keep();
     }
-    if round.burst_refused || round.crowded.is_some() || (round.trial_refused && burst.trying) {
-        // What the burst explains shows nothing of the rate.
+    if round.burst_refused || round.crowded.is_some() {
+        // What the burst explains shows nothing of the rate. (A refused trial of the burst
+        // does not count here: the rate is judged by its own requests' answers.)
         if rate.trying {
             rate.drop_trial();
         }

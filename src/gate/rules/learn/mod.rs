@@ -13,13 +13,14 @@
 //!
 //! 1. **A refusal lowers what let the refused request go**, or undoes the raise on trial if
 //!    only that raise let it go: the burst to what of it was accepted (counted, as answers
-//!    come back in any order, and by half at most in one round), the rate by [`BETA`], the
-//!    most out to one less than were out. A rate tried from zero is refused as such, however
-//!    many were out: its question is whether the server keeps windows. A rate refused again
-//!    before a round went unrefused since its last cut is that cut's debt (what the
-//!    overshoot drained or counted lands on the requests after it): it is cut again and its
-//!    cost repaid from then, but the least value refused and the step stay where the cut
-//!    set them (3).
+//!    come back in any order, and by half at most in one round), the rate by [`BETA`] of its
+//!    value (a raise on trial's, if one is: a cut that leaves that no lower than the value
+//!    kept undoes the raise), the most out to one less than were out. A rate tried from zero
+//!    is refused as such, however many were out: its question is whether the server keeps
+//!    windows. A rate refused again before a round went unrefused since its last cut is that
+//!    cut's debt (what the overshoot drained or counted lands on the requests after it): it
+//!    is cut again and its cost repaid from then, but the least value refused and the step
+//!    stay where the cut set them (3).
 //! 2. **A round that held calls back unrefused raises what held them**: the rate where they
 //!    waited for its tokens, the burst where they waited for requests out or for a window's
 //!    reset. While no burst was refused since it was last above its value, the burst climbs:
@@ -30,24 +31,26 @@
 //! 3. **Raises search like BIC**: halfway to the least value refused; beyond it by a step
 //!    that doubles while kept. Every refusal the search learns from halves the step and
 //!    sets the least value refused (a raise undone and a value lowered alike), and the next
-//!    raise beyond the least refused waits at least a period, and until the step has repaid
-//!    what the refusal cost, twice over for each raise undone in a row (step × waited ≥ 2ⁿ ×
-//!    value × cost); the cost is how much later than planned the key could send again.
+//!    raise beyond the least refused waits at least 2ⁿ periods after n raises undone in a row
+//!    (n at most 6), and until the step has repaid what the refusal cost, twice over for each
+//!    of them (step × waited ≥ 2ⁿ × value × cost); the cost is how much later than planned
+//!    the key could send again.
 //! 4. **The period is measured never early**: from when the window a round counts against
 //!    began (its first send; a probe's round, the window it probes) to the end of the
 //!    earliest instruction its refusals carried (each bounds the same reset), or to the send
 //!    of the first request accepted after a refusal without one (which the next round counts
 //!    as its first: it took one of the window's requests); the shortest seen is the
 //!    tightest. Where the server names no reset, the next is tried halfway between the
-//!    longest a refused window was seen to run and the period; a window refused later than
-//!    the period it went by lengthens the period past that, by an eighth. The slow start's
-//!    round is no window (its ramp can run across several): how long it ran before its
-//!    refusal counts only while shorter than the period, and lengthens nothing.
+//!    longest a refused window was seen to run and the period, while they are more than a
+//!    sixteenth of the period apart; a window refused later than the period it went by
+//!    lengthens the period past that, by an eighth. The slow start's round is no window (its
+//!    ramp can run across several): how long it ran before its refusal counts only while
+//!    shorter than the period, and lengthens nothing.
 //!
 //! Before the first refusal that follows an acceptance nothing binds (the gate's slow start
 //! and probes ramp the cold key up); it makes what the key accepted the burst and tries the
-//! rate as in 2. Until the rate is refused, a round under a rate lasts two bursts' worth of
-//! sends (a slow start).
+//! rate as in 2. While no rate was refused since the rate was last above it, and no raise of
+//! it undone, a round under a rate lasts two bursts' worth of sends (a slow start).
 
 mod known;
 mod round;
@@ -65,11 +68,14 @@ pub(crate) use search::Searched;
 
 use crate::gate::time::Moment;
 
-/// What a refusal of a request the kept rate let go leaves of the rate.
+/// What a refusal of a request the rate let go leaves of the rate's value (a raise on
+/// trial's, if one is).
 pub(crate) const BETA: f64 = 0.7;
 /// The shortest period or wait the law names: no wait is ever empty.
 const TICK: Duration = Duration::from_millis(1);
-/// How long a call held for an answer waits before it looks again (an answer wakes it sooner).
+/// How long a call held for an answer waits before it looks again (an answer wakes it sooner);
+/// also what a refusal is taken to cost where neither the server nor the layer named a wait,
+/// and the patience the law starts with, until the gate passes its own.
 const ANSWER: Duration = Duration::from_secs(1);
 /// The most ended rounds awaiting their answers: an older one is judged on those it has.
 const AWAITED: usize = 16;
@@ -147,8 +153,9 @@ impl<T: Moment> Learn<T> {
     }
 
     /// Whether a request may go at `now` with `out` out: `None` if it may, or not before the
-    /// instant returned (sooner, if an answer comes back). `None` while nothing is learned. A
-    /// request out longer than `patience` holds no other back: one that hangs jams nothing.
+    /// instant returned (sooner, if an answer comes back). `None` while nothing is learned.
+    /// Once nothing has been sent for `patience`, what is out holds nothing back: requests
+    /// that hang jam the key no longer than that (while others go, each takes its place).
     pub(crate) fn next(&mut self, now: T, out: u64, patience: Duration) -> Option<T> {
         self.known?;
         self.patience = patience;

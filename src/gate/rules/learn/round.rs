@@ -49,7 +49,8 @@ pub(super) struct Held {
 pub(super) struct Round<T> {
     pub(super) id: u64,
     pub(super) began: Option<T>,
-    /// When its first answer came: a window it counts against began by then.
+    /// When its first answer came (a window it counts against began by then), or a request
+    /// of it was abandoned, which ends the wait for an answer as one would.
     pub(super) answered: Option<T>,
     pub(super) sent: u64,
     pub(super) out: u64,
