@@ -386,3 +386,28 @@ async fn hostile_answers_leave_no_waiter_and_no_reservation() {
     assert_eq!(snapshot.in_flight(), 0);
     assert_eq!(snapshot.closed_for(), None);
 }
+
+/// A remaining count past any the server could hold (the largest there is) beside a limit of
+/// ten: taken in without an overflow, and the next call goes.
+#[tokio::test(start_paused = true)]
+async fn a_remaining_past_any_count_is_taken_in_without_overflow() {
+    let server = RawServer::start(|_, _, _| {
+        Reply::status(200)
+            .header("x-ratelimit-limit", "10")
+            .header("x-ratelimit-remaining", "18446744073709551615")
+            .header("x-ratelimit-reset", "30")
+    })
+    .await;
+    let layer = RateLimitLayer::new();
+    for _ in 0..2 {
+        let (response, took) = send_through(
+            layer.clone(),
+            support::client(),
+            request("GET", server.url("/r")),
+        )
+        .await;
+        assert_eq!(response.unwrap().status(), 200);
+        assert_eq!(took, Duration::ZERO);
+    }
+    assert_eq!(server.count("GET", "/r"), 2);
+}
