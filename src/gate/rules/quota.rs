@@ -2,10 +2,11 @@
 //! of it fold into what is known: the same for a gate (on the monotonic clock) and a shared
 //! store (on the wall clock). Pure.
 
-use std::ops::Add;
 use std::time::Duration;
 
 use tokio::time::Instant;
+
+use crate::gate::time::Moment;
 
 /// Two reports whose resets lie further apart than this describe different windows. Resets
 /// are written in whole seconds and aged, so one window's resets differ by up to a second.
@@ -73,12 +74,13 @@ impl<T: Copy> Quota<T> {
 /// kept, or the whole quota comes back into a bucket still drained; one second read twice
 /// keeps the earlier reading (each is that second read against a bound of the server's clock,
 /// and a tighter bound reads it earlier, never early).
-pub(crate) fn fold<T>(known: Quota<T>, reported: Quota<T>, newer: bool) -> Option<Quota<T>>
-where
-    T: Copy + Ord + Add<Duration, Output = T>,
-{
-    let earlier = reported.reset_at + SAME_WINDOW < known.reset_at;
-    let later = reported.reset_at > known.reset_at + SAME_WINDOW;
+pub(crate) fn fold<T: Moment>(
+    known: Quota<T>,
+    reported: Quota<T>,
+    newer: bool,
+) -> Option<Quota<T>> {
+    let earlier = reported.reset_at.later(SAME_WINDOW) < known.reset_at;
+    let later = reported.reset_at > known.reset_at.later(SAME_WINDOW);
     let spent = known.is_spent();
     // Another meter, or the window before, with room left: it neither lifts a spent window
     // nor makes the gate forget a known count.

@@ -242,7 +242,10 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
                 self.restored = false;
                 self.lowest_by = Some(self.taken);
                 // All but the request it answered: the window did open whole.
-                if self.limit.is_some_and(|limit| quota.remaining.saturating_add(1) >= limit) {
+                if self
+                    .limit
+                    .is_some_and(|limit| quota.remaining.saturating_add(1) >= limit)
+                {
                     self.unrestored = false;
                 }
             }

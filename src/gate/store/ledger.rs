@@ -1024,4 +1024,18 @@ mod tests {
             Reservation::Granted(_)
         ));
     }
+
+    #[test]
+    fn two_readings_of_a_reset_at_the_clocks_end_fold_without_a_panic() {
+        let end = SystemTime::UNIX_EPOCH + Duration::from_secs(i64::MAX as u64);
+        let now = end - 60 * SECOND;
+        let mut ledger = Ledger::default();
+        ledger.merge(quota(5, end, Some(10)), None, now);
+        ledger.merge(quota(4, end, Some(10)), None, now);
+        assert_eq!(
+            ledger.window(now).quota,
+            Some((4, end)),
+            "the lower figure stands"
+        );
+    }
 }
