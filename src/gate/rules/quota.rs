@@ -53,6 +53,11 @@ impl<T: Copy> Quota<T> {
     }
 }
 
+/// Whether two resets may end one window: they lie within [`SAME_WINDOW`] of each other.
+pub(crate) fn same_window<T: Moment>(one: T, other: T) -> bool {
+    one.later(SAME_WINDOW) >= other && other.later(SAME_WINDOW) >= one
+}
+
 /// What is known after `reported` is folded into `known`, a quota still current;
 /// `newer` when the report is known to have been counted after every report `known` holds
 /// (let through after the closure that `known` preceded, or after the lowest figure's answer

@@ -42,7 +42,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::quota::{Quota, WRITTEN_TO, fold};
+use super::quota::{Quota, WRITTEN_TO, fold, same_window};
 use crate::gate::time::Moment;
 use crate::throttled::HeldBy;
 
@@ -149,11 +149,6 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
         self.by
     }
 
-    /// Takes in the whole quota of a window, where the server gave it.
-    pub(crate) fn report_limit(&mut self, limit: Option<u64>) {
-        self.limit = limit.or(self.limit);
-    }
-
     /// How many reports were taken in (modulo 2³²): what a request going now has seen.
     pub(crate) fn taken(&self) -> u32 {
         self.taken
@@ -170,9 +165,8 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
         (epoch, seen): (u64, Option<u32>),
         now: T,
     ) {
-        self.report_limit(limit);
         self.early.on_the_second = quota.second.is_some();
-        self.fold_in(quota, epoch, seen, now);
+        self.fold_in(quota, limit, epoch, seen, now);
         self.taken = self.taken.wrapping_add(1);
         if quota.is_spent() && self.quota.is_some_and(|known| known.is_spent()) {
             self.by = by;
@@ -217,7 +211,20 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
     /// with room and no lower then says the server gave back at least what that request took
     /// (a bucket, a sliding log, a counter fading as fast as it is spent), so it replaces what
     /// is known, its reset with it (such a limiter's reset moves as it is spent).
-    fn fold_in(&mut self, quota: Quota<T>, epoch: u64, seen: Option<u32>, now: T) {
+    ///
+    /// The whole quota a report gave (`limit`) goes with its count: a report thrown away
+    /// changes it in nothing, one of another window or meter brings its own (none where it
+    /// gave none: a token meter's says nothing of how many calls a window holds), and one of
+    /// the same window keeps the one known where it gave none. A reset restores only the
+    /// whole quota of the meter whose window it ends.
+    fn fold_in(
+        &mut self,
+        quota: Quota<T>,
+        limit: Option<u64>,
+        epoch: u64,
+        seen: Option<u32>,
+        now: T,
+    ) {
         match self.quota(now) {
             Some(_) if epoch < self.epoch => {}
             Some(known) if !self.restored => {
@@ -226,6 +233,11 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
                 let given_back =
                     after_lowest && quota.remaining > 0 && quota.remaining >= known.remaining;
                 if let Some(folded) = fold(known, quota, epoch > self.epoch || given_back) {
+                    self.limit = if same_window(known.reset_at, quota.reset_at) {
+                        limit.or(self.limit)
+                    } else {
+                        limit
+                    };
                     if folded.remaining != known.remaining {
                         self.lowest_by = Some(self.taken);
                     }
@@ -236,6 +248,13 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
             // The window's first report, or the first since a reset restored it: its
             // countdown is the window's length.
             _ => {
+                // A restored window's first report of another window (another meter's) brings
+                // its own whole quota too.
+                let other = self
+                    .quota(now)
+                    .filter(|_| self.restored)
+                    .is_some_and(|restored| !same_window(restored.reset_at, quota.reset_at));
+                self.limit = if other { limit } else { limit.or(self.limit) };
                 self.quota = Some(quota);
                 self.epoch = epoch;
                 self.span = quota.reset_at.since(now);
@@ -531,6 +550,43 @@ mod tests {
         assert!(window.take_over(next).is_some());
         assert!(window.restore(2, next));
         assert_eq!(window.quota(next), Some(quota(20, next + 2 * SECOND)));
+    }
+
+    #[test]
+    fn a_reset_restores_only_the_whole_quota_of_the_meter_whose_window_it_ends() {
+        let now = Instant::now();
+        // A requests meter with 5 of 60 left for 40 s; then a token meter spent for 20 s,
+        // which binds and says nothing of how many calls a window holds.
+        let mut window = ReportedWindow::default();
+        window.report(quota(5, now + 40 * SECOND), Some(60), None, (0, None), now);
+        let tokens = spent_by(Unit::Tokens);
+        window.report(quota(0, now + 20 * SECOND), None, tokens, (0, None), now);
+        let reset = now + 20 * SECOND;
+        assert!(window.take_over(reset).is_some());
+        assert!(!window.restore(1, reset), "not the requests meter's 60");
+        // A per-second window of 10, spent; an hourly meter's report with room is thrown
+        // away, and with it its 5000: the second's reset gives back the second's 10.
+        let mut window = ReportedWindow::default();
+        window.report(quota(0, now + SECOND), Some(10), None, (0, None), now);
+        window.report(
+            quota(3, now + 3600 * SECOND),
+            Some(5000),
+            None,
+            (0, None),
+            now,
+        );
+        assert!(window.take_over(now + SECOND).is_some());
+        assert!(window.restore(1, now + SECOND));
+        assert_eq!(
+            window.quota(now + SECOND).map(|quota| quota.remaining),
+            Some(10)
+        );
+        // A restored window's first report is the token meter's, of another window: its
+        // reset restores nothing.
+        let next = now + SECOND + SECOND / 2;
+        window.report(quota(0, now + 30 * SECOND), None, tokens, (1, None), next);
+        assert!(window.take_over(now + 30 * SECOND).is_some());
+        assert!(!window.restore(2, now + 30 * SECOND));
     }
 
     #[test]

@@ -292,7 +292,6 @@ impl Ledger {
         if closed.is_some() && reserved.is_some_and(|reserved| reserved.restored) {
             self.reported.restore_refused();
         }
-        self.reported.report_limit(window.limit);
         match window.quota.filter(|(_, reset)| *reset > now) {
             Some((remaining, reset_at)) => {
                 // A meter speaks: nothing learned stands beside it.
@@ -306,7 +305,7 @@ impl Ledger {
                     self.reported.last_answered(before, quota, sent, now);
                 }
                 let went = (0, reserved.map(|reserved| reserved.seen));
-                self.reported.report(quota, None, None, went, now);
+                self.reported.report(quota, window.limit, None, went, now);
             }
             None if !self.reported.is_known() => match (tag, closed) {
                 // A guess ends by the law's next reset, where that is sooner, as at a gate.
