@@ -11,8 +11,10 @@
 //!   changes nothing (see `reopening`). A reset, reported or learned, begins a new epoch
 //!   too: what went before it speaks of the window it ended.
 //! - Where the server gave its remaining quota, no more requests are out than it said remain
-//!   (`in_flight` counts those not yet answered), and a spent window holds every call that
-//!   respects it until its reset; the new window's first request probes.
+//!   (`out` holds those not yet answered), and a spent window holds every call that respects
+//!   it until its reset; the new window's first request probes. A request out longer than a
+//!   call's probe timeout holds none of the quota from that call: one that hangs jams
+//!   nothing, as a probe that hangs does not.
 //! - A closure or spent window is remembered however long it lasts (the reading keeps only
 //!   those within the horizon), but a call waits it out only as far as its own terms allow
 //!   (`longest_wait`, and its budget): beyond that it is turned away at once, arriving or
@@ -27,6 +29,7 @@ pub(crate) mod tokens;
 
 pub(crate) use answer::Episode;
 
+use std::collections::VecDeque;
 use std::task::Waker;
 use std::time::Duration;
 
@@ -54,7 +57,8 @@ const PROBE_MEMORY: Duration = Duration::from_secs(60);
 pub(crate) struct Gate {
     closure: Closure,
     window: ReportedWindow,
-    in_flight: u32,
+    /// When each request let through and not answered went, in the order they went.
+    out: VecDeque<Instant>,
     reopening: Reopening,
     /// Requests let through carry the epoch they went in (see [`begin_epoch`](Self::begin_epoch)).
     epoch: u64,
@@ -140,7 +144,7 @@ impl Gate {
     ) -> Result<Admission, Look> {
         let Some(position) = self.queues.of(terms.metered).position(id) else {
             // Not queued: nothing holds it back.
-            self.in_flight += 1;
+            self.out.push_back(now);
             return Ok(self.admission(None, now, terms));
         };
         if self.queues.of(terms.metered).is_rerouted(id) {
@@ -185,7 +189,8 @@ impl Gate {
         let ahead = u32::try_from(self.queues.of(terms.metered).position(id)?).unwrap_or(u32::MAX);
         let mut at = self.closure.until().map_or(now, |until| until.max(now));
         let quota = self.quota_within(at, terms);
-        if let Some(reset_at) = quota.and_then(|quota| quota.all_out_until(self.in_flight)) {
+        let holding = self.holding(now, terms);
+        if let Some(reset_at) = quota.and_then(|quota| quota.all_out_until(holding)) {
             at = at.max(reset_at);
         }
         let quota_known = self.quota_within(at, terms).is_some();
@@ -338,7 +343,7 @@ impl Gate {
                 .until()
                 .is_some_and(|until| until + PROBE_MEMORY > now);
         self.waiters() == 0
-            && self.in_flight == 0
+            && self.out.is_empty()
             && self.closure.in_force(now).is_none()
             && self.window.quota(now).is_none()
             && !self.learn.is_current(now)
@@ -351,7 +356,7 @@ impl Gate {
     /// force, a waiter, a request out. Such a gate is never forgotten to make room.
     pub(crate) fn holds_calls(&self, now: Instant) -> bool {
         self.waiters() > 0
-            || self.in_flight > 0
+            || !self.out.is_empty()
             || self.reopening.is_probing()
             || self.closed_for(now, Terms::EVERYTHING).is_some()
     }
@@ -370,7 +375,18 @@ impl Gate {
 
     /// How many requests were let through and not answered.
     pub(crate) fn in_flight(&self) -> u32 {
-        self.in_flight
+        u32::try_from(self.out.len()).unwrap_or(u32::MAX)
+    }
+
+    /// How many of the requests out hold the quota for a call with `terms` at `now`: those out
+    /// no longer than its probe timeout.
+    fn holding(&self, now: Instant, terms: Terms) -> u32 {
+        let holding = self
+            .out
+            .iter()
+            .filter(|sent| after(**sent, terms.probe_timeout) >= now)
+            .count();
+        u32::try_from(holding).unwrap_or(u32::MAX)
     }
 
     /// The quota as last reported, while its window lasts.
@@ -468,8 +484,9 @@ impl Gate {
         }
         // A window is spent at its reset if what was left of it is all out; spent or not, its
         // reset restores the whole quota where the server gave it.
+        let holding = self.holding(now, terms);
         let over = self.window.take_over(now).is_some_and(|over| {
-            over.all_out_until(self.in_flight).is_some() || self.window.limit().is_some()
+            over.all_out_until(holding).is_some() || self.window.limit().is_some()
         });
         if over {
             self.begin_epoch();
@@ -482,7 +499,7 @@ impl Gate {
             // What the server accepts where it publishes no quota, as learned: it paces a call
             // within its cap, and never holds one longer (it is the layer's estimate, not an
             // instruction).
-            let out = u64::from(self.in_flight);
+            let out = u64::from(self.in_flight());
             return match self.learn.next(now, out, terms.probe_timeout) {
                 Some(at) if at <= after(now, terms.cap) => Release::At(at),
                 _ => Release::Go { probe: false },
@@ -492,34 +509,34 @@ impl Gate {
             if quota.is_spent() {
                 return Release::At(quota.reset_at);
             }
-            if let Some(reset_at) = quota.all_out_until(self.in_flight) {
+            if let Some(reset_at) = quota.all_out_until(holding) {
                 return Release::At(reset_at);
             }
             // (Where gates share a store, requests of other processes may be out.)
             let busy =
-                !terms.fleet && (self.queues.of(terms.metered).len() > 1 || self.in_flight > 0);
+                !terms.fleet && (self.queues.of(terms.metered).len() > 1 || !self.out.is_empty());
             if let Some(at) = self
                 .window
-                .last_held(quota, self.in_flight.into(), busy, now)
+                .last_held(quota, self.in_flight().into(), busy, now)
             {
                 return Release::At(at);
             }
         }
         self.reopening
-            .next(now, quota.is_some(), self.in_flight, terms)
+            .next(now, quota.is_some(), self.in_flight(), terms)
     }
 
     fn admit(&mut self, probe: bool, now: Instant, terms: Terms) -> Admission {
         let paced = self.paced_by_learning(now, terms);
         // Where the gates share a store, the fleet learns in it: the gate's own law stays cold.
-        let learn = (!terms.fleet).then(|| self.learn.sent(now, u64::from(self.in_flight)));
+        let learn = (!terms.fleet).then(|| self.learn.sent(now, u64::from(self.in_flight())));
         let quota = self.quota_within(now, terms).filter(|_| !terms.fleet);
-        let last = self.window.sending(quota, u64::from(self.in_flight), now);
+        let last = self.window.sending(quota, u64::from(self.in_flight()), now);
         if last.is_some() {
             // Its answer speaks for whichever window it counted in, the old or a new one.
             self.begin_epoch();
         }
-        self.in_flight += 1;
+        self.out.push_back(now);
         // The first call the learned pace lets go after a closure is the probe the others owe.
         let probe = match paced {
             true if self.reopening.owes_probe() => self.reopening.admitted(true, now, terms),
@@ -537,8 +554,11 @@ impl Gate {
     /// A request let through as `admitted` is no longer out.
     fn returned(&mut self, admitted: Admission) {
         if admitted.counted {
-            debug_assert!(self.in_flight > 0, "a request counted out twice");
-            self.in_flight = self.in_flight.saturating_sub(1);
+            debug_assert!(!self.out.is_empty(), "a request counted out twice");
+            match self.out.iter().position(|sent| *sent == admitted.sent) {
+                Some(position) => self.out.remove(position),
+                None => self.out.pop_front(),
+            };
         }
     }
 
@@ -1351,6 +1371,29 @@ mod tests {
             gate.answered(head, whole(1, reset + SECOND), reset);
             assert_eq!(gate.quota(reset).unwrap().remaining, 1);
         }
+    }
+
+    #[test]
+    fn a_request_that_hangs_holds_the_quota_no_longer_than_a_probe_would() {
+        // A window of one request a second; the request the second window let through never
+        // answers. It holds each window's one request only as long as a probe that hangs
+        // holds the gate: after that the next call goes, at the next reset.
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let one = |remaining, reset_at| Report {
+            limit: Some(1),
+            ..quota(remaining, reset_at)
+        };
+        let first = gate.come(now).unwrap();
+        gate.answered(first, one(0, now + SECOND), now);
+        let (_, waker) = waker();
+        let hangs = gate.come(now).unwrap_err();
+        let (_hung, sent) = gate.go(hangs, now, &waker);
+        assert_eq!(sent, now + SECOND, "at the first reset");
+        let next = gate.come(sent).unwrap_err();
+        let (_, went) = gate.go(next, sent, &waker);
+        assert_eq!(went, sent + TERMS.probe_timeout + SECOND);
+        assert_eq!(gate.in_flight(), 2, "the hung request is still out");
     }
 
     #[test]
