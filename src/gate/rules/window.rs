@@ -165,11 +165,15 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
         (epoch, seen): (u64, Option<u32>),
         now: T,
     ) {
-        self.early.on_the_second = quota.second.is_some();
-        self.fold_in(quota, limit, epoch, seen, now);
+        let taken = self.fold_in(quota, limit, epoch, seen, now);
         self.taken = self.taken.wrapping_add(1);
-        if quota.is_spent() && self.quota.is_some_and(|known| known.is_spent()) {
-            self.by = by;
+        // A report thrown away says nothing of the window: neither how its reset is written
+        // nor which meter holds it.
+        if taken {
+            self.early.on_the_second = quota.second.is_some();
+            if quota.is_spent() && self.quota.is_some_and(|known| known.is_spent()) {
+                self.by = by;
+            }
         }
     }
 
@@ -216,7 +220,7 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
     /// changes it in nothing, one of another window or meter brings its own (none where it
     /// gave none: a token meter's says nothing of how many calls a window holds), and one of
     /// the same window keeps the one known where it gave none. A reset restores only the
-    /// whole quota of the meter whose window it ends.
+    /// whole quota of the meter whose window it ends. Whether the report was taken in.
     fn fold_in(
         &mut self,
         quota: Quota<T>,
@@ -224,9 +228,9 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
         epoch: u64,
         seen: Option<u32>,
         now: T,
-    ) {
+    ) -> bool {
         match self.quota(now) {
-            Some(_) if epoch < self.epoch => {}
+            Some(_) if epoch < self.epoch => false,
             Some(known) if !self.restored => {
                 let after_lowest =
                     seen.is_some_and(|seen| self.lowest_by.is_none_or(|by| went_after(seen, by)));
@@ -246,7 +250,9 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
                     }
                     self.quota = Some(folded);
                     self.epoch = epoch;
+                    return true;
                 }
+                false
             }
             // The window's first report, or the first since a reset restored it: its
             // countdown is the window's length.
@@ -270,6 +276,7 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
                 {
                     self.unrestored = false;
                 }
+                true
             }
         }
     }
@@ -393,7 +400,7 @@ mod tests {
     }
 
     #[test]
-    fn a_spent_window_keeps_the_meter_that_spent_it_when_another_with_room_reports() {
+    fn a_spent_window_keeps_the_meter_that_spent_it_when_another_reports() {
         let now = Instant::now();
         let mut window = ReportedWindow::default();
         window.report(
@@ -413,6 +420,16 @@ mod tests {
         );
         assert_eq!(window.quota(now), Some(quota(0, now + 60 * SECOND)));
         assert_eq!(window.spent_by(), spent_by(Unit::Requests));
+        // A shorter meter spent too, thrown away beside the longer hold: that hold is still
+        // the requests meter's, however the report was written.
+        let to_the_second = Quota {
+            second: Some(1_700_000_010),
+            ..quota(0, now + 10 * SECOND)
+        };
+        window.report(to_the_second, None, spent_by(Unit::Tokens), (0, None), now);
+        assert_eq!(window.quota(now), Some(quota(0, now + 60 * SECOND)));
+        assert_eq!(window.spent_by(), spent_by(Unit::Requests));
+        assert!(!window.sends_last_early(), "its reset is a countdown");
         // A window with room is named by no meter: a spent report names its own.
         let mut open = ReportedWindow::default();
         open.report(
