@@ -195,7 +195,7 @@ impl Gate {
         }
         let quota_known = self.quota_within(at, terms).is_some();
         let (head, step) = self.reopening.schedule(at, quota_known, terms);
-        Some((head + step.saturating_mul(ahead)).saturating_duration_since(now))
+        Some(after(head, step.saturating_mul(ahead)).saturating_duration_since(now))
     }
 
     /// A call with `terms` whose next attempt must wait `wait` (of which the server named
@@ -2231,6 +2231,37 @@ mod tests {
         );
         // ...one that takes a minute is not: it knows no rate it may keep to.
         assert!(gate.ask(ids[1], open + SPACING, &waker, TERMS).is_ok());
+    }
+
+    #[test]
+    fn a_pace_from_the_longest_window_a_call_takes_is_kept_without_an_overflow() {
+        // A layer that takes any wait from the server (its cap as long as a `Duration` goes),
+        // told a policy whose window is as long: the pace holds the next call far ahead,
+        // and neither its release nor its estimate overflows.
+        let boundless = Terms {
+            cap: Duration::MAX,
+            longest_wait: Duration::MAX,
+            ..TERMS
+        };
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 3);
+        let (probe, open) = gate.go(ids[0], now, &waker);
+        let endless = Pace {
+            interval: Duration::MAX / 2,
+            window: Duration::MAX,
+            until: open + 86_400 * SECOND,
+        };
+        let policy = Report {
+            pace: Some(endless),
+            ..HEALTHY
+        };
+        gate.answered(probe, policy, open);
+        let held = gate.ask(ids[1], open, &waker, boundless);
+        assert!(
+            matches!(held, Err(Some(at)) if at > open + 86_400 * SECOND),
+            "{held:?}"
+        );
+        let estimate = gate.estimate(open, ids[2], boundless).expect("waiting");
+        assert!(estimate > 86_400 * SECOND, "{estimate:?}");
     }
 
     #[test]

@@ -187,7 +187,10 @@ impl Reopening {
                 // At its policy's rate; or, knowing nothing, on the ramp: an answer lets the
                 // next one out.
                 let pace = self.pace_for(now, terms);
-                match self.last_release.map(|last| last + pace.unwrap_or(SPACING)) {
+                match self
+                    .last_release
+                    .map(|last| after(last, pace.unwrap_or(SPACING)))
+                {
                     Some(at) if at > now => Release::At(at),
                     // A request that hangs holds the ramp no longer than a probe would.
                     _ if pace.is_none() && in_flight >= self.ramp => {
@@ -303,7 +306,7 @@ impl Reopening {
         };
         let after_last = |spacing| {
             self.last_release
-                .map_or(at, |last| (last + spacing).max(at))
+                .map_or(at, |last| after(last, spacing).max(at))
         };
         match self.phase {
             Phase::Open => (at, Duration::ZERO),
