@@ -269,8 +269,9 @@ impl<P> RateLimitLayer<P> {
     ///
     /// No single request holds a key's gate indefinitely: a probe that hangs is given up on as
     /// a probe (its answer, if it comes, still counts), and every call behind it would
-    /// otherwise wait out its whole budget. Set it above the time the server takes to answer
-    /// one request.
+    /// otherwise wait out its whole budget; so is any request out longer than this, as far
+    /// as a window's quota goes (a reset gives the quota back less only those out no
+    /// longer). Set it above the time the server takes to answer one request.
     pub fn probe_timeout(mut self, timeout: Duration) -> Self {
         self.config.settings.probe_timeout = timeout;
         self

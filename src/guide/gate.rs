@@ -38,7 +38,8 @@
 //!   later as it is spent): it is kept. One second read twice is read as tightly as either
 //!   reading (each is the second against a bound of the server's clock).
 //! - **Nothing jams a gate.** A probe that has not answered within `probe_timeout` (10 s) lets
-//!   the next waiter probe. A pace comes only from a policy whose window is within the cap (a
+//!   the next waiter probe, and a request out longer than that holds none of a window's quota
+//!   (a reset gives the whole quota back less only the requests out no longer). A pace comes only from a policy whose window is within the cap (a
 //!   daily quota is not a reason to space calls 17 s apart) and lasts only that window. A wait
 //!   the layer guessed never closes the gate beyond the cap. A closure or a spent window is
 //!   never forgotten to make room in a full registry (`Gates::with_capacity` says what a new

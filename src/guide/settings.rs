@@ -11,7 +11,7 @@
 //! | `rate_limited_retries` | 10 | a backstop behind `max_wait`: the crossover is `max_wait / 10` = 12 s; 0 retries none (the gate still holds other calls) |
 //! | `backoff` | 500 ms × 2^n, ≤ 20 s | `Backoff::new().base(..).max(..).instructed_spread(..)` |
 //! | `respect_remaining` | on | off: only a 429's own wait holds this layer's calls; no quota, spent window or pace does, even at shared gates |
-//! | `probe_timeout` | 10 s | how long the probe after a closure may stay unanswered before the next waiter probes |
+//! | `probe_timeout` | 10 s | how long the probe after a closure may stay unanswered before the next waiter probes, and a request out may hold any of a window's quota |
 //! | `slow_start` | on | the first call to a key nothing is known of goes alone, and its answer decides the rest |
 //! | `learn_limits` | on | where the server publishes no quota, pace by the one its refusals show |
 //! | `key` | the request's origin | `Key::credential(token)` per credential (only a fingerprint is kept and shown), `Key::named(...)` per tenant or API; fall back to `Key::origin(request)`, as `None` leaves a request ungated |
