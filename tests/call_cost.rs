@@ -11,7 +11,7 @@ use http::{Request, StatusCode};
 use http_body_util::Full;
 use support::{TestServer, client, header};
 use tower::{Layer, Service, ServiceBuilder, ServiceExt};
-use tower_retry_after::{BoxError, CallCost, Gates, RateLimitLayer, Throttled};
+use tower_retry_after::{BoxError, CallCost, Gates, RateLimitLayer, Throttled, TokenCost};
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -207,4 +207,50 @@ async fn a_retry_the_gate_holds_beyond_the_budget_returns_the_response_with_its_
     let cost = cost_of(&response);
     assert_eq!((cost.attempts(), cost.waited()), (1, Duration::ZERO));
     closing.abort();
+}
+
+/// A call held by a token meter for exactly what its budget leaves sleeps that long and no
+/// longer: the spread an instruction is given never takes it past its budget. (A 503 with
+/// two seconds to wait and 100 tokens left of a window resetting in four; the call declares
+/// 500 and may wait four seconds in all.)
+#[tokio::test(start_paused = true)]
+async fn a_hold_that_takes_what_the_budget_leaves_never_sleeps_past_it() {
+    for seed in 1..=10 {
+        let server = TestServer::start(|_, _, nth| {
+            let tokens = vec![
+                header("x-ratelimit-limit-tokens", 1000),
+                header(
+                    "x-ratelimit-remaining-tokens",
+                    if nth == 0 { 100 } else { 500 },
+                ),
+                header("x-ratelimit-reset-tokens", "4s"),
+            ];
+            match nth {
+                0 => {
+                    let mut headers = tokens;
+                    headers.push(header("retry-after", 2));
+                    (503, headers)
+                }
+                _ => (200, tokens),
+            }
+        })
+        .await;
+        let layer = RateLimitLayer::new()
+            .retry_after_cap(2 * SECOND)
+            .max_wait(4 * SECOND)
+            .jitter_seed(seed);
+        let request = Request::get(server.url("/v1/models"))
+            .extension(TokenCost::new(100, 400))
+            .body(Full::new(Bytes::from_static(b"{}")))
+            .unwrap();
+        let mut service = ServiceBuilder::new().layer(layer).service(client());
+        let response = service.ready().await.unwrap().call(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "seed {seed}");
+        let waited = cost_of(&response).waited();
+        assert!(
+            waited > 3 * SECOND && waited <= 4 * SECOND,
+            "seed {seed}: {waited:?}"
+        );
+        assert_eq!(server.count("GET", "/v1/models"), 2);
+    }
 }

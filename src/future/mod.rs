@@ -322,11 +322,16 @@ where
             }
             Entered::Throttled(throttled) => self.throttled(throttled),
             Entered::NotBefore(until) => {
-                // Spread as an instruction is: the calls held until one instant leave apart.
+                // Spread as an instruction is: the calls held until one instant leave apart;
+                // but never past the call's budget (the gate let the hold itself through only
+                // where it fits).
                 let settings = &self.config.settings;
+                let held = until.saturating_duration_since(now);
+                let left = self.budget.time_left(settings).max(held);
                 let wait = settings
                     .backoff
-                    .instructed(until.saturating_duration_since(now), self.draws.unit());
+                    .instructed(held, self.draws.unit())
+                    .min(left);
                 self.sleep(wait, body, now)
             }
             Entered::Held(until) => {
