@@ -1391,9 +1391,16 @@ mod tests {
         let (_hung, sent) = gate.go(hangs, now, &waker);
         assert_eq!(sent, now + SECOND, "at the first reset");
         let next = gate.come(sent).unwrap_err();
-        let (_, went) = gate.go(next, sent, &waker);
+        let (answered, went) = gate.go(next, sent, &waker);
         assert_eq!(went, sent + TERMS.probe_timeout + SECOND);
         assert_eq!(gate.in_flight(), 2, "the hung request is still out");
+        // That one answers: it holds nothing from then, and the hung one still nothing, so the
+        // next call goes at the next reset.
+        gate.answered(answered, one(0, went + SECOND), went);
+        let third = gate.come(went).unwrap_err();
+        let (_, third_went) = gate.go(third, went, &waker);
+        assert_eq!(third_went, went + SECOND);
+        assert_eq!(gate.in_flight(), 2, "the hung request and the third");
     }
 
     #[test]
