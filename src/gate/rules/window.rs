@@ -427,6 +427,16 @@ mod tests {
         assert_eq!(window.quota(now), Some(quota(0, now + 60 * SECOND)));
         assert_eq!(window.spent_by(), spent_by(Unit::Requests));
         assert!(!window.sends_last_early(), "its reset is a countdown");
+        // A report of the same window with room, folded in: still spent, by what spent it.
+        window.report(
+            quota(3, now + 60 * SECOND),
+            None,
+            spent_by(Unit::Tokens),
+            (0, None),
+            now,
+        );
+        assert_eq!(window.quota(now), Some(quota(0, now + 60 * SECOND)));
+        assert_eq!(window.spent_by(), spent_by(Unit::Requests));
         // A window with room is named by no meter: a spent report names its own.
         let mut open = ReportedWindow::default();
         open.report(
