@@ -400,43 +400,29 @@ mod tests {
     fn a_spent_window_keeps_the_meter_that_spent_it_when_another_reports() {
         let now = Instant::now();
         let mut window = ReportedWindow::default();
-        window.report(
-            quota(0, now + 60 * SECOND),
-            None,
-            spent_by(Unit::Requests),
-            (0, None),
-            now,
-        );
-        // A longer meter with room: the hold stays, and so does what set it.
-        window.report(
-            quota(9, now + 3600 * SECOND),
-            None,
-            spent_by(Unit::Tokens),
-            (0, None),
-            now,
-        );
-        assert_eq!(window.quota(now), Some(quota(0, now + 60 * SECOND)));
-        assert_eq!(window.spent_by(), spent_by(Unit::Requests));
-        // A shorter meter spent too, thrown away beside the longer hold: that hold is still
-        // the requests meter's, however the report was written.
+        let held = quota(0, now + 60 * SECOND);
+        window.report(held, None, spent_by(Unit::Requests), (0, None), now);
+        // Another meter's reports leave the hold and what set it: a longer one with room; a
+        // shorter one spent too, written to the second, thrown away beside the longer hold
+        // (it says nothing of how this window's resets are written); one of the same window
+        // with room, folded in (still spent).
         let to_the_second = Quota {
             second: Some(1_700_000_010),
             ..quota(0, now + 10 * SECOND)
         };
-        window.report(to_the_second, None, spent_by(Unit::Tokens), (0, None), now);
-        assert_eq!(window.quota(now), Some(quota(0, now + 60 * SECOND)));
-        assert_eq!(window.spent_by(), spent_by(Unit::Requests));
-        assert!(!window.sends_last_early(), "its reset is a countdown");
-        // A report of the same window with room, folded in: still spent, by what spent it.
-        window.report(
+        for other in [
+            quota(9, now + 3600 * SECOND),
+            to_the_second,
             quota(3, now + 60 * SECOND),
-            None,
-            spent_by(Unit::Tokens),
-            (0, None),
-            now,
-        );
-        assert_eq!(window.quota(now), Some(quota(0, now + 60 * SECOND)));
-        assert_eq!(window.spent_by(), spent_by(Unit::Requests));
+        ] {
+            window.report(other, None, spent_by(Unit::Tokens), (0, None), now);
+            assert_eq!(window.quota(now), Some(held), "{other:?}");
+            assert_eq!(window.spent_by(), spent_by(Unit::Requests), "{other:?}");
+            assert!(
+                !window.sends_last_early(),
+                "{other:?}: its resets are countdowns"
+            );
+        }
         // A window with room is named by no meter: a spent report names its own.
         let mut open = ReportedWindow::default();
         open.report(
