@@ -242,7 +242,10 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
                     } else {
                         limit
                     };
-                    if folded.remaining != known.remaining {
+                    // The report states the figure that stands (a lower one, or the same
+                    // later): requests that went before it was taken in may have been
+                    // counted before it.
+                    if folded.remaining == quota.remaining {
                         self.lowest_by = Some(self.taken);
                     }
                     self.quota = Some(folded);
@@ -744,6 +747,22 @@ mod tests {
             now + 900 * MS,
         );
         assert_eq!(window.quota(now), Some(quota(0, now + 1500 * MS)));
+    }
+
+    #[test]
+    fn the_same_figure_reported_again_stands_for_the_latest_count() {
+        let now = Instant::now();
+        let reset = now + SECOND;
+        let mut window = ReportedWindow::default();
+        window.report(quota(3, reset), None, None, (0, Some(0)), now);
+        // Two requests go together, after that report. One answers 3: counted after it, as
+        // much as it took given back (its reset replaces the known one).
+        let later = now + 100 * MS;
+        window.report(quota(3, reset + MS), None, None, (0, Some(1)), later);
+        // The other answers 4: it may have been counted before the first (the server had 4,
+        // then 3), so it gives nothing back; 3 stand.
+        window.report(quota(4, reset + 2 * MS), None, None, (0, Some(1)), later);
+        assert_eq!(window.quota(now).map(|quota| quota.remaining), Some(3));
     }
 
     #[test]
