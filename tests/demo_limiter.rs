@@ -331,6 +331,36 @@ fn a_limit_that_changes_is_a_quarter_after_five_windows_and_twice_after_ten() {
     assert_eq!(counts, [8, 8, 8, 8, 8, 2, 2, 2, 2, 2, 16, 16]);
 }
 
+/// A server whose limit changes says so: each window's meters give the limit in force then,
+/// not the one it started with.
+#[test]
+fn a_limit_that_changes_is_published_as_it_changes() {
+    let mut limiter = Limiter::new(
+        Algorithm::Changing,
+        Headers::Draft8,
+        8,
+        Duration::from_secs(1),
+        at(1_000_000),
+    );
+    let published = |limiter: &mut Limiter, window: u64| {
+        let response = limiter.answer(at(1_000_000 + 1_000 * window));
+        let policy = header(&response, "ratelimit-policy").unwrap();
+        format!("{policy} {}", header(&response, "ratelimit").unwrap())
+    };
+    let first_in_windows: Vec<String> = [0, 5, 10]
+        .into_iter()
+        .map(|window| published(&mut limiter, window))
+        .collect();
+    assert_eq!(
+        first_in_windows,
+        [
+            r#""default";q=8;w=1 "default";r=7;t=1"#,
+            r#""default";q=2;w=1 "default";r=1;t=1"#,
+            r#""default";q=16;w=1 "default";r=15;t=1"#,
+        ]
+    );
+}
+
 #[test]
 fn a_cap_on_requests_in_flight_refuses_while_that_many_are_served_whatever_the_rate() {
     let mut limiter = Limiter::new(

@@ -141,6 +141,8 @@ impl Headers {
 /// What the count says about one request.
 struct Verdict {
     accepted: bool,
+    /// The limit in force, as the meters publish it: a limit that changes says so.
+    limit: u32,
     /// Requests the client may still make now.
     remaining: u32,
     /// Until the whole quota is back: the window's end; for a token bucket, until it is full;
@@ -351,6 +353,7 @@ impl Limiter {
         let reset = start + self.window - now;
         Verdict {
             accepted: self.used <= limit,
+            limit,
             remaining: limit.saturating_sub(self.used),
             reset,
             retry_after: reset,
@@ -404,6 +407,7 @@ impl Limiter {
         let estimate = (weighted(into) + used * window) / window;
         Verdict {
             accepted,
+            limit: self.limit,
             remaining: self.limit.saturating_sub(estimate as u32),
             reset: nanos(2 * window - into),
             retry_after: if accepted {
@@ -427,6 +431,7 @@ impl Limiter {
         }
         Verdict {
             accepted,
+            limit: self.limit,
             remaining: u32::from(now >= self.next_slot),
             reset: self.next_slot.saturating_sub(now),
             retry_after: self.next_slot.saturating_sub(now),
@@ -442,6 +447,7 @@ impl Limiter {
         }
         Verdict {
             accepted,
+            limit: self.limit,
             remaining: self.in_flight_cap() - self.serving,
             reset: Duration::from_secs(1),
             retry_after: Duration::from_secs(1),
@@ -460,6 +466,7 @@ impl Limiter {
         }
         Verdict {
             accepted,
+            limit: self.limit,
             remaining: (self.level / token) as u32,
             reset: nanos((full - self.level).div_ceil(rate)),
             retry_after: nanos(token.saturating_sub(self.level).div_ceil(rate)),
@@ -482,6 +489,7 @@ impl Limiter {
         let (oldest, newest) = (self.accepted[0], self.accepted[self.accepted.len() - 1]);
         Verdict {
             accepted,
+            limit: self.limit,
             remaining: self.limit - self.accepted.len() as u32,
             reset: newest + self.window - now,
             retry_after: oldest + self.window - now,
@@ -489,7 +497,7 @@ impl Limiter {
     }
 
     fn respond(&self, verdict: &Verdict, now: Duration) -> Response<()> {
-        let (limit, remaining) = (self.limit, verdict.remaining);
+        let (limit, remaining) = (verdict.limit, verdict.remaining);
         let reset = whole_seconds_up(verdict.reset);
         let window = self.window.as_secs();
         let fields: Vec<(&str, String)> = match self.headers {
