@@ -377,3 +377,20 @@ fn a_cap_on_requests_in_flight_refuses_while_that_many_are_served_whatever_the_r
     // 10 requests, 2 at a time, 25 ms each: 5 rounds, the last beginning after 4.
     assert_eq!(limiter.physical_limit(10), Duration::from_millis(100));
 }
+
+/// The demo's limiter runs on the real wall clock, which can be stepped back: it reads a time
+/// earlier than one it read before as that one, never panics, and answers as it would then.
+#[test]
+fn a_clock_stepped_back_is_read_as_the_latest_time_it_read() {
+    for algorithm in Algorithm::ALL {
+        let answers = |times: &[u64]| {
+            let mut limiter = three_per_ten_seconds(algorithm, Headers::RetryAfter);
+            let last = times.iter().map(|&time| limiter.answer(at(time))).last();
+            let last = last.unwrap();
+            (last.status(), header(&last, "retry-after"))
+        };
+        let stepped_back = [1_000_300, 1_000_400, 1_000_500, 1_000_600, 999_000];
+        let as_latest = [1_000_300, 1_000_400, 1_000_500, 1_000_600, 1_000_600];
+        assert_eq!(answers(&stepped_back), answers(&as_latest), "{algorithm:?}");
+    }
+}

@@ -163,6 +163,8 @@ pub struct Limiter {
     window: Duration,
     /// The wall clock (since the Unix epoch) when the limiter was made.
     start: Duration,
+    /// The latest the wall clock read: a clock stepped back reads as this.
+    latest: Duration,
     /// Fixed windows: the current one's start, and the requests counted in it.
     window_start: Option<Duration>,
     used: u32,
@@ -202,6 +204,7 @@ impl Limiter {
             limit,
             window,
             start: now,
+            latest: now,
             window_start: None,
             used: 0,
             level: u128::from(limit) * window.as_nanos(),
@@ -239,8 +242,11 @@ impl Limiter {
     }
 
     /// Counts a request arriving at `now` (the server's wall clock, since the Unix epoch) and
-    /// answers it.
+    /// answers it. A wall clock can be stepped back: a time earlier than one read before is
+    /// read as that one, as a server timing its windows on a monotonic clock would.
     pub fn answer(&mut self, now: Duration) -> Response<()> {
+        let now = now.max(self.latest);
+        self.latest = now;
         let verdict = match self.algorithm {
             Algorithm::FirstRequest => {
                 let start = match self.window_start {
