@@ -366,3 +366,16 @@ fn the_sweep_holds_each_header_style_to_its_own_bar() {
         Err("slower than plain")
     );
 }
+
+/// The command line's numbers are read whole or refused with a reason: a limit past what the
+/// limiter counts is no limit of 0 (which the limiter cannot be made with).
+#[test]
+fn a_limit_too_large_to_count_is_refused_with_a_reason() {
+    let mut args = Args::default();
+    let read = |args: &mut Args, text: &str| args.read("--limit", || Ok(text.to_owned()));
+    assert_eq!(read(&mut args, "4294967295"), Ok(true));
+    assert_eq!(args.limit, u32::MAX);
+    let refused = read(&mut args, "4294967296").unwrap_err();
+    assert!(refused.contains("--limit 4294967296"), "{refused}");
+    assert_eq!(args.limit, u32::MAX, "the limit read before stands");
+}

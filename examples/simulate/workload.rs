@@ -79,7 +79,11 @@ impl Args {
             }
         };
         match flag {
-            "--limit" => self.limit = number()? as u32,
+            "--limit" => {
+                let limit = number()?;
+                self.limit = u32::try_from(limit)
+                    .map_err(|_| format!("--limit {limit}: more than {} a window", u32::MAX))?;
+            }
             "--window" => self.window = Duration::from_secs(number()?),
             "--workers" => self.workers = number()? as usize,
             "--requests" => self.requests = number()? as usize,
