@@ -329,11 +329,11 @@ impl<T: Moment> Learn<T> {
     }
 
     /// A request let go as `tag` ended at `now` without an answer: it says nothing of the
-    /// limit, but it is no longer out.
+    /// limit, nor of when the server counted it, if it did (its round is timed by answers),
+    /// but it is no longer out.
     pub(crate) fn abandoned(&mut self, tag: Tag<T>, now: T) {
         if tag.round == self.round.id {
             self.round.out = self.round.out.saturating_sub(1);
-            self.round.answered.get_or_insert(now);
         } else {
             self.answered_ended(tag, None, now);
         }

@@ -424,6 +424,21 @@ fn a_round_ended_with_requests_out_is_judged_once_their_answers_are_in() {
     assert_eq!(law.known.map(|known| known.burst()), Some(2));
 }
 
+/// A request that ended without an answer (its call was dropped, a timeout cut it) says
+/// nothing of when the server counted it, if it ever did: the round's window is bounded by its
+/// first answer, never early.
+#[test]
+fn a_request_that_ends_unanswered_does_not_time_the_round() {
+    let (mut law, reset) = learned_five();
+    let tags: Vec<_> = (0..5).map(|out| go(&mut law, reset, out)).collect();
+    law.abandoned(tags[0], reset + 10 * MS);
+    let answered = reset + 500 * MS;
+    for tag in &tags[1..] {
+        law.accepted(*tag, reset, answered);
+    }
+    assert_eq!(law.current_until(answered), Some(answered + SECOND));
+}
+
 #[test]
 fn a_meter_makes_what_was_learned_moot() {
     let (mut law, reset) = learned_five();
