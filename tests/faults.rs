@@ -411,3 +411,28 @@ async fn a_remaining_past_any_count_is_taken_in_without_overflow() {
     }
     assert_eq!(server.count("GET", "/r"), 2);
 }
+
+/// A server slower than the probe timeout (a completion API taking 15 s an answer): the slow
+/// start's probe outlives its timeout, the next call probes, and the first healthy answer
+/// opens the key all the same: the rest leave on the ramp (one more out for each healthy
+/// answer), all six answered within three answers' time. Were only the latest probe's
+/// answer heard, one call went every 10 s, the last answered at 65 s.
+#[tokio::test(start_paused = true)]
+async fn a_server_slower_than_the_probe_timeout_is_not_held_to_one_call_a_timeout() {
+    let server = RawServer::start(|_, _, _| Reply::status(200).after(15 * SECOND)).await;
+    let started = Instant::now();
+    let service = ServiceBuilder::new()
+        .layer(RateLimitLayer::new())
+        .service(support::client());
+    let calls = (0..6).map(|_| {
+        let service = service.clone();
+        let url = server.url("/complete");
+        tokio::spawn(async move { service.oneshot(request("POST", url)).await })
+    });
+    for call in calls.collect::<Vec<_>>() {
+        assert_eq!(call.await.unwrap().unwrap().status(), 200);
+    }
+    assert_eq!(server.count("POST", "/complete"), 6);
+    let took = started.elapsed();
+    assert!(took <= 45 * SECOND, "took {took:?}");
+}

@@ -262,9 +262,9 @@ impl Gate {
     ) -> Option<Episode> {
         self.returned(admitted);
         let held_before = self.closed(now, Terms::EVERYTHING).is_some();
-        let reopened =
-            self.is_current_probe(admitted) && !report.refused && self.reopening.follows_closure();
-        if self.is_current_probe(admitted) {
+        let answers_the_probe = self.answers_the_probe(admitted, report.refused);
+        let reopened = answers_the_probe && !report.refused && self.reopening.follows_closure();
+        if answers_the_probe {
             let waiting = self.waiters();
             self.reopening.probe_answered(report.refused, waiting, now);
         } else if report.refused && admitted.epoch == self.epoch {
@@ -318,7 +318,7 @@ impl Gate {
         if let Some(tag) = admitted.learn {
             self.learn.abandoned(tag, now);
         }
-        if self.is_current_probe(admitted) {
+        if self.is_probe_out(admitted) {
             self.reopening.probe_lost();
         }
         self.queues.wake_heads();
@@ -522,8 +522,8 @@ impl Gate {
                 return Release::At(at);
             }
         }
-        self.reopening
-            .next(now, quota.is_some(), self.in_flight(), terms)
+        // Requests out longer than a probe would be hold nothing back (they may hang).
+        self.reopening.next(now, quota.is_some(), holding, terms)
     }
 
     fn admit(&mut self, probe: bool, now: Instant, terms: Terms) -> Admission {
@@ -568,11 +568,20 @@ impl Gate {
         Admission::counted(went, probe, now, self.server_clock, learns)
     }
 
-    fn is_current_probe(&self, admitted: Admission) -> bool {
-        admitted.epoch == self.epoch
-            && admitted
-                .probe
-                .is_some_and(|probe| self.reopening.is_probe_out(probe))
+    /// Whether `admitted` is the probe out. (Which window it counted in is no matter: a
+    /// window's reset while a probe is out leaves the probe its answer.)
+    fn is_probe_out(&self, admitted: Admission) -> bool {
+        admitted
+            .probe
+            .is_some_and(|probe| self.reopening.is_probe_out(probe))
+    }
+
+    /// Whether the answer to `admitted`, `refused` or not, answers the reopening (see
+    /// `Reopening::answers`).
+    fn answers_the_probe(&self, admitted: Admission, refused: bool) -> bool {
+        admitted
+            .probe
+            .is_some_and(|probe| self.reopening.answers(probe, !refused))
     }
 }
 
@@ -1976,15 +1985,98 @@ mod tests {
         let second = gate.ask(ids[1], open + timeout, &waker, TERMS).unwrap();
         assert!(second.probe.is_some(), "the next waiter probes");
         assert_eq!(gate.in_flight(), 2, "the hung probe is still out");
-        // The hung probe's late answer is no answer to the probe out now.
+        // Refused late, the hung probe answers nothing: only the probe out may say the key
+        // is still closed (its 429 closes it again all the same).
+        assert!(!gate.answers_the_probe(hung, true));
+        // Healthy late, it answers this reopening as the probe out would.
         gate.answered(hung, HEALTHY, open + timeout);
-        assert_eq!(
-            gate.ask(ids[2], open + timeout, &waker, TERMS),
-            Err(Some(open + 2 * timeout))
-        );
-        gate.answered(second, HEALTHY, open + timeout);
         let (_, last) = gate.go(ids[2], open + timeout, &waker);
         assert_eq!(last, open + timeout + SPACING, "the release goes on");
+        assert_eq!(gate.answered(second, HEALTHY, last), None);
+    }
+
+    /// A server slower than the probe timeout (a completion that takes 15 s): the next
+    /// waiter probed meanwhile, and the first probe's healthy answer reopens the key all the
+    /// same, as any probe of this reopening may. Were only the latest probe's answer heard,
+    /// the key would go one request a probe timeout for as long as the server stays slow.
+    #[test]
+    fn a_server_slower_than_the_probe_timeout_still_reopens_the_key() {
+        let now = Instant::now();
+        let (_, waker) = waker();
+        let mut gate = Gate::for_first_call(TERMS);
+        let first = gate.come(now).unwrap();
+        assert!(first.probe.is_some(), "the slow start's probe");
+        let ids: Vec<u64> = (0..3).map(|_| gate.come(now).unwrap_err()).collect();
+        let (second, at) = gate.go(ids[0], now, &waker);
+        assert_eq!(at, now + TERMS.probe_timeout, "the next waiter probes");
+        assert!(second.probe.is_some());
+        let answered = now + 15 * SECOND;
+        gate.answered(first, HEALTHY, answered);
+        assert!(
+            gate.ask(ids[1], answered, &waker, TERMS).is_ok(),
+            "the key reopened"
+        );
+        // The later probe's answer is an answer like any other.
+        assert_eq!(gate.answered(second, HEALTHY, answered + SECOND), None);
+    }
+
+    /// A window's reset while a 429's probe is out restores the quota, and the probe's
+    /// healthy answer still reopens the key: the probe is the one out, whatever window it
+    /// counted in.
+    #[test]
+    fn a_window_that_resets_while_a_refusals_probe_is_out_leaves_the_probe_its_answer() {
+        let now = Instant::now();
+        let (_, waker) = waker();
+        let mut gate = Gate::new();
+        let metered = gate.come(now).unwrap();
+        let refused = gate.come(now).unwrap();
+        let room = Report {
+            limit: Some(10),
+            ..quota(5, now + 2 * SECOND)
+        };
+        gate.answered(metered, room, now);
+        gate.answered(refused, closed(now + SECOND), now);
+        let waiter = gate.come(now).unwrap_err();
+        let (probe, open) = gate.go(waiter, now, &waker);
+        assert!(probe.probe.is_some());
+        assert_eq!(open, now + SECOND);
+        // After the window's reset, a call arrives and waits behind the probe out.
+        let newcomer = gate.come(now + 2200 * MS).unwrap_err();
+        let answered = now + 2500 * MS;
+        assert_eq!(
+            gate.answered(probe, HEALTHY, answered),
+            Some(Episode::Reopened)
+        );
+        assert!(gate.ask(newcomer, answered, &waker, TERMS).is_ok());
+    }
+
+    /// Requests sent before a closure that hang count against the ramp its release climbs no
+    /// longer than a probe would: requests out past the probe timeout hold nothing.
+    #[test]
+    fn requests_hung_from_before_a_closure_hold_its_ramp_no_longer_than_a_probe_would() {
+        let now = Instant::now();
+        let (_, waker) = waker();
+        let mut gate = Gate::new();
+        for _ in 0..3 {
+            gate.come(now).unwrap();
+        }
+        let refused = gate.come(now).unwrap();
+        let timeout = TERMS.probe_timeout;
+        let closed_at = now + timeout;
+        gate.answered(refused, closed(closed_at + SECOND), closed_at);
+        let backlog: Vec<u64> = (0..4).map(|_| gate.come(closed_at).unwrap_err()).collect();
+        let (probe, open) = gate.go(backlog[0], closed_at, &waker);
+        gate.answered(probe, HEALTHY, open);
+        // The three hung ten seconds: the ramp lets the backlog go as if none were out, a
+        // spacing apart.
+        let (first, at) = gate.go(backlog[1], open, &waker);
+        assert_eq!(at, open + SPACING);
+        let (second, at) = gate.go(backlog[2], at, &waker);
+        assert_eq!(at, open + 2 * SPACING);
+        gate.answered(first, HEALTHY, at);
+        gate.answered(second, HEALTHY, at);
+        let (_, last) = gate.go(backlog[3], at, &waker);
+        assert!(last <= at + SPACING, "held {:?}", last - at);
     }
 
     #[test]

@@ -21,7 +21,13 @@
 //!   in a day, not how far apart), and lasts as long as that window from the response that
 //!   stated it: a pace never outlives what set it. A call is paced only if its layer respects
 //!   the quota and its cap covers the pace's window.
-//! - A probe out holds each waiter for that waiter's own `probe_timeout`, then it probes.
+//! - A probe out holds each waiter for that waiter's own `probe_timeout`, then it probes. The
+//!   probe out answers the reopening; so does a healthy answer to an earlier probe of it, one
+//!   that outlived its timeout (a server slower than the timeout reopens with its first
+//!   healthy answer, not one request a timeout). A window's reset while a probe is out leaves
+//!   the probe its answer.
+//! - Requests out longer than a probe may be hold nothing back on the ramp: sent before the
+//!   closure and hung, they jam nothing.
 //! - The probe after a spent window (not a 429) holds only calls that respect the quota.
 
 use std::time::Duration;
@@ -91,6 +97,8 @@ pub(super) struct Reopening {
     pace: Option<Pace>,
     /// How many probes have gone: the last of them is the one out while probing.
     probes: u64,
+    /// The first probe of this reopening: those before it answer an earlier one.
+    first_probe: u64,
     /// How long the last probe took to come back: the time each release takes when the rate
     /// is unknown.
     round_trip: Duration,
@@ -147,6 +155,7 @@ impl Reopening {
     fn owe_probe(&mut self, cause: Cause) {
         self.phase = Phase::Probe;
         self.cause = cause;
+        self.first_probe = self.probes + 1;
         self.ramp = 1;
     }
 
@@ -271,6 +280,14 @@ impl Reopening {
     /// Whether `probe` is the probe out: the last to go, still unanswered.
     pub(super) fn is_probe_out(&self, probe: u64) -> bool {
         self.is_probing() && probe == self.probes
+    }
+
+    /// Whether an answer to `probe`, `healthy` or not, answers this reopening: the probe
+    /// out's; or, healthy, an earlier probe's of this reopening, which outlived its timeout
+    /// while the next one probed. A server slower than the probe timeout still reopens the
+    /// key with its first healthy answer, rather than letting one request go a timeout.
+    pub(super) fn answers(&self, probe: u64, healthy: bool) -> bool {
+        self.is_probe_out(probe) || (healthy && self.is_probing() && probe >= self.first_probe)
     }
 
     /// Whether the probe owed or out follows a closure or a spent window, as opposed to a key's
