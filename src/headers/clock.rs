@@ -8,7 +8,8 @@
 //!   the clocks, and subtracting it would retry early whenever the client's clock runs ahead.
 //! - an instant (an epoch timestamp, an HTTP-date). It is measured against the server's own
 //!   clock, `Date` plus `Age`, never the client's, so a client clock that is off does not move
-//!   it. Only without a `Date` does the local clock stand in.
+//!   it. Only without a `Date` does the local clock stand in (for a meter's reset, never
+//!   ahead of what earlier responses showed of the server's clock).
 //!
 //! Earlier responses on the same key bound the server's clock more tightly than one `Date`
 //! (see `gate::time::ServerClock`), but that bound assumes one server clock; a response whose
@@ -104,14 +105,16 @@ pub struct ResponseClock {
 }
 
 impl ResponseClock {
-    /// Reads `Date` (the first one that is an HTTP-date) and `Age` (the first member of the
-    /// first line, as RFC 9111 §5.1 says; anything but digits counts as no `Age`).
+    /// Reads `Date` (the earliest of the lines that are HTTP-dates: read against a later one,
+    /// a reset would come early) and `Age` (the first member of the first line, as RFC 9111
+    /// §5.1 says; anything but digits counts as no `Age`).
     pub(crate) fn read(fields: &Fields<'_>, received: SystemTime) -> Self {
-        let date = fields.raw_lines(Name::Date).find_map(parse_date);
+        let date = fields.raw_lines(Name::Date).filter_map(parse_date).min();
         let age = fields
             .lines(Name::Age)
             .next()
             .and_then(|line| members(line).next())
+            .filter(|member| member.bytes().all(|byte| byte.is_ascii_digit()))
             .and_then(parse_decimal)
             .map_or(Duration::ZERO, |age| age.seconds().min(LONGEST));
         ResponseClock {
@@ -141,7 +144,7 @@ impl ResponseClock {
     /// responses on the same key bound that clock later, their bound, but never more than
     /// `Date`'s resolution (a second) past `Date` plus `Age`: a bound further ahead is another
     /// server's clock, and read against it the reset would come early. Without a `Date`, the
-    /// time of receipt stands in.
+    /// time of receipt stands in, or that bound where it is earlier.
     ///
     /// For the end of an instruction, use
     /// [`instructed_wait_until`](Self::instructed_wait_until).
@@ -152,6 +155,10 @@ impl ResponseClock {
                 let latest = own.checked_add(DATE_RESOLUTION).unwrap_or(own);
                 floor.clamp(own, latest)
             }),
+            // Without a `Date`, the receipt stands in, but never ahead of what earlier
+            // responses showed of the server's clock: a client clock that runs ahead would
+            // read the reset early.
+            (None, Some(floor)) => own.map(|own| own.min(floor)),
             _ => own,
         };
         time_left(server_now, at)
@@ -482,6 +489,33 @@ mod tests {
         );
     }
 
+    /// Without a `Date`, a meter's reset is read against the receipt, or against the key's
+    /// bound of the server's clock where that is earlier: never against the client's clock
+    /// alone when it runs ahead.
+    #[test]
+    fn without_date_a_reset_is_read_against_the_earlier_of_the_receipt_and_the_floor() {
+        let ahead = clock(&[], NOW + 5).with_floor(Some(at(NOW)));
+        assert_eq!(ahead.until(at(NOW + 60)), Duration::from_secs(60));
+    }
+
+    /// Of two `Date` lines, the earlier: read against the later, a reset or a `Retry-After`
+    /// date would come early.
+    #[test]
+    fn of_two_dates_the_earlier_is_the_servers_clock() {
+        let both = [
+            ("date", "Tue, 14 Nov 2023 22:13:50 GMT"),
+            ("date", "Tue, 14 Nov 2023 22:13:20 GMT"),
+        ];
+        for pairs in [both, [both[1], both[0]]] {
+            let dated = clock(&pairs, NOW);
+            assert_eq!(dated.until(at(NOW + 60)), Duration::from_secs(60));
+            assert_eq!(
+                dated.instructed_wait_until(at(NOW + 60)),
+                Duration::from_secs(60)
+            );
+        }
+    }
+
     #[test]
     fn passed_instants_are_zero() {
         let fresh = clock(&[("date", "Tue, 14 Nov 2023 22:13:20 GMT")], NOW);
@@ -536,7 +570,7 @@ mod tests {
             clock(&[("age", "10"), ("age", "20")], NOW).age,
             Duration::from_secs(10)
         );
-        for garbage in ["-1", "", "abc", "+5", "1e3"] {
+        for garbage in ["-1", "", "abc", "+5", "1e3", "10.5"] {
             assert_eq!(
                 clock(&[("age", garbage)], NOW).age,
                 Duration::ZERO,
