@@ -186,7 +186,7 @@ impl Gate {
     /// earliest it can tell: the closure, a spent window or a quota all out, a probe out, and
     /// the pace of those ahead. `None` if it is not waiting.
     pub(crate) fn estimate(&self, now: Instant, id: u64, terms: Terms) -> Option<Duration> {
-        let ahead = u32::try_from(self.queues.of(terms.metered).position(id)?).unwrap_or(u32::MAX);
+        let ahead = u32::try_from(self.queues.of(terms.metered).ahead(id)?).unwrap_or(u32::MAX);
         let mut at = self.closure.until().map_or(now, |until| until.max(now));
         let quota = self.quota_within(at, terms);
         let holding = self.holding(now, terms);
@@ -2178,6 +2178,21 @@ mod tests {
         // later.
         assert_eq!(gate.estimate(at, ids[1], TERMS), Some(Duration::ZERO));
         assert_eq!(gate.estimate(at, ids[2], TERMS), Some(100 * MS));
+    }
+
+    /// Waiters that left are no longer ahead of anyone: the last of twelve, with the nine
+    /// before it gone, is told the wait of the second in line.
+    #[test]
+    fn a_waiter_is_told_the_wait_of_those_still_ahead_of_it() {
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 12);
+        let (probe, open) = gate.go(ids[0], now, &waker);
+        let at = open + 200 * MS;
+        gate.answered(probe, HEALTHY, at);
+        for id in &ids[2..11] {
+            gate.leave(*id, true);
+        }
+        assert_eq!(gate.estimate(at, ids[1], TERMS), Some(Duration::ZERO));
+        assert_eq!(gate.estimate(at, ids[11], TERMS), Some(100 * MS));
     }
 
     #[test]

@@ -109,6 +109,23 @@ impl Queue {
             .filter(|position| !self.slots[*position].gone)
     }
 
+    /// How many waiters that have not left stand ahead of waiter `id`; `None` if it is not
+    /// waiting.
+    pub(crate) fn ahead(&self, id: u64) -> Option<usize> {
+        let position = self.position(id)?;
+        // Slots of waiters that left stay till they reach the front: count them out only
+        // where there are any.
+        if self.slots.len() == self.waiting {
+            return Some(position);
+        }
+        Some(
+            self.slots
+                .range(..position)
+                .filter(|slot| !slot.gone)
+                .count(),
+        )
+    }
+
     /// Remembers `waker` for the waiter at `position`, unless it already wakes the same task.
     pub(crate) fn remember(&mut self, position: usize, waker: &Waker) {
         let slot = &mut self.slots[position];
