@@ -423,6 +423,55 @@ async fn the_hook_vetoes_a_wait_and_the_call_ends_with_what_it_has() {
     );
 }
 
+/// A transient failure's retry that meets the gate a 429 closed meanwhile waits there, as a
+/// call arriving at it does: the hook is asked first, and its veto ends the call at once with
+/// its 503.
+#[tokio::test(start_paused = true)]
+async fn a_transient_retry_held_at_a_closed_gate_asks_the_hook_first() {
+    let waits = Arc::new(Mutex::new(0));
+    let told = waits.clone();
+    let layer = RateLimitLayer::new().on_rate_limit(move |notice: &Notice<'_>| {
+        let vetoed = matches!(notice, Notice::Wait { .. });
+        *told.lock().unwrap() += usize::from(vetoed);
+        !vetoed
+    });
+    let service = layer.layer(tower::service_fn(|request: Request<String>| async move {
+        let status = match request.uri().path() {
+            "/refused" => 429,
+            "/failing" => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                503
+            }
+            _ => 200,
+        };
+        let mut response = Response::builder().status(status);
+        if status == 429 {
+            response = response.header("retry-after", "50");
+        }
+        Ok::<_, tower::BoxError>(response.body(String::new()).unwrap())
+    }));
+    let get = |path: &str| {
+        Request::get(format!("http://api.test{path}"))
+            .body(String::new())
+            .unwrap()
+    };
+    let started = tokio::time::Instant::now();
+    // The key's first call goes alone; then both go at once.
+    service.clone().oneshot(get("/ok")).await.unwrap();
+    let failing = tokio::spawn(service.clone().oneshot(get("/failing")));
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let refused = service.clone().oneshot(get("/refused")).await.unwrap();
+    assert_eq!(refused.status(), 429, "its own retry vetoed");
+    let failed = failing.await.unwrap().unwrap();
+    assert_eq!(failed.status(), 503);
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(*waits.lock().unwrap(), 2, "the 429's retry and the 503's");
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_hook_is_told_each_wait_and_once_per_episode() {
     let notices = Arc::new(Mutex::new(Vec::new()));

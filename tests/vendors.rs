@@ -269,6 +269,78 @@ async fn github_a_spent_search_limit_does_not_hold_the_core_api() {
     }
 }
 
+/// Discord's global 429 closes every route of the token: a call on another route meets that
+/// closure as a wait like any other, so the operator's hook is asked first (and its veto
+/// ends the call at once, throttled, unsent).
+#[tokio::test(start_paused = true)]
+async fn discord_a_global_429_met_on_another_route_asks_the_hook_before_the_wait() {
+    let server = TestServer::start(move |_, path, nth| {
+        let bucket = if path.starts_with("/channels") {
+            "a1"
+        } else {
+            "b2"
+        };
+        if (path, nth) == ("/guilds/2", 1) {
+            let global = vec![
+                header("retry-after", 6),
+                header("x-ratelimit-global", "true"),
+                header("x-ratelimit-scope", "global"),
+            ];
+            return (429, global);
+        }
+        let headers = vec![
+            header("x-ratelimit-limit", 5),
+            header("x-ratelimit-remaining", 4),
+            header("x-ratelimit-reset-after", 1),
+            header("x-ratelimit-bucket", bucket),
+        ];
+        (200, headers)
+    })
+    .await;
+    let waits = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let told = waits.clone();
+    let layer =
+        RateLimitLayer::new().on_rate_limit(move |notice: &tower_retry_after::Notice<'_>| {
+            let tower_retry_after::Notice::Wait { wait, .. } = notice else {
+                return true;
+            };
+            told.lock().unwrap().push(*wait);
+            false
+        });
+    let client = stack(layer);
+    let call = |path| status_of(&client, &server, Method::POST, path);
+    // Each route's first answer names its bucket; the guild's second is the global 429.
+    assert_eq!(call("/channels/1/messages").await, StatusCode::OK);
+    assert_eq!(call("/guilds/2").await, StatusCode::OK);
+    assert_eq!(
+        call("/guilds/2").await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "its retry vetoed"
+    );
+    let started = Instant::now();
+    let mut channel = client.clone();
+    let vetoed = send(
+        &mut channel,
+        Method::POST,
+        server.url("/channels/1/messages"),
+    )
+    .await;
+    let throttled = vetoed.unwrap_err();
+    assert!(
+        throttled.is::<tower_retry_after::Throttled>(),
+        "{throttled:?}"
+    );
+    assert_eq!(started.elapsed(), Duration::ZERO, "ended at once");
+    assert_eq!(server.count("POST", "/channels/1/messages"), 1);
+    let waits = waits.lock().unwrap().clone();
+    assert_eq!(
+        waits.len(),
+        2,
+        "the guild's retry and the channel call: {waits:?}"
+    );
+    assert!(waits[1] >= 5 * SECOND, "{waits:?}");
+}
+
 /// Discord: a bucket's 429 holds that bucket's route only; a global 429 holds every route of
 /// the token.
 #[tokio::test(start_paused = true)]

@@ -57,6 +57,15 @@ where
         let Some(body) = next.filter(|_| decision.retries()) else {
             return Step::Finish(with_cost(outcome, cost));
         };
+        if let Held::Waiting(place) = &held {
+            // A retry the hook was not asked about (a transient failure's) that meets a
+            // closure waits there as a call arriving at it does: asked first.
+            let (wait, by) = (place.estimate(now), place.throttled(now).held_by());
+            let asked = decision.action == Action::RateLimited;
+            if !asked && !self.wait_allowed(place.key(), wait, by, attempt + 1) {
+                return Step::Finish(with_cost(outcome, cost));
+            }
+        }
         if let Held::Throttled(throttled) = &held {
             // The gate stays closed longer than the call may wait, and nothing was waited yet:
             // the caller has the response whole.

@@ -321,7 +321,7 @@ where
                 self.wait(place, body, now)
             }
             Entered::Throttled(throttled) => self.throttled(throttled),
-            Entered::NotBefore(until) => {
+            Entered::NotBefore(until, by) => {
                 // Spread as an instruction is: the calls held until one instant leave apart;
                 // but never past the call's budget (the gate let the hold itself through only
                 // where it fits).
@@ -332,6 +332,13 @@ where
                     .backoff
                     .instructed(held, self.draws.unit())
                     .min(left);
+                let attempt = self.budget.retries() + 1;
+                if let Some(key) = self.gate.as_ref().map(|gate| gate.key().clone()) {
+                    if !self.wait_allowed(&key, wait, by, attempt) {
+                        return self.throttled(Throttled::new(key, held, by));
+                    }
+                    events::at_gate(&key, wait, by, attempt, None);
+                }
                 self.sleep(wait, body, now)
             }
             Entered::Held(until) => {

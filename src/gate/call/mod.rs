@@ -63,8 +63,9 @@ pub(crate) enum Entered {
     Queued(Place),
     /// The gate stays closed longer than the call may wait.
     Throttled(Throttled),
-    /// Every limit of the key is closed until then: the call sleeps, and arrives again.
-    NotBefore(Instant),
+    /// Every limit of the key is closed until then, by this: the call sleeps, and arrives
+    /// again.
+    NotBefore(Instant, HeldBy),
     /// The shared store holds the call until then: it sleeps, and arrives again. Its own gate
     /// holds the process's other calls meanwhile, so no spread is needed.
     Held(Instant),
@@ -247,7 +248,7 @@ impl Call {
             .lock()
             .learn(&self.key, window.to_report(&clocks), now, registry.capacity);
         let held = match self.not_before(until, HeldBy::Fleet, now, budget) {
-            Entered::NotBefore(until) => Entered::Held(until),
+            Entered::NotBefore(until, _) => Entered::Held(until),
             other => other,
         };
         // Given back once the gate knows why: calls it wakes meet the closure.
@@ -262,7 +263,7 @@ impl Call {
         if left > budget.min(self.terms.longest_wait) {
             Entered::Throttled(Throttled::new(self.key.clone(), left, by))
         } else {
-            Entered::NotBefore(until)
+            Entered::NotBefore(until, by)
         }
     }
 
@@ -380,7 +381,7 @@ mod tests {
         let budget = Duration::from_secs(20);
         assert!(matches!(
             call.not_before(now + budget, by, now, budget),
-            Entered::NotBefore(until) if until == now + budget
+            Entered::NotBefore(until, _) if until == now + budget
         ));
         let just_beyond = now + budget + Duration::from_millis(1);
         match call.not_before(just_beyond, by, now, budget) {
@@ -395,7 +396,7 @@ mod tests {
         let at_the_cap = now + Duration::from_secs(61);
         assert!(matches!(
             call.not_before(at_the_cap, by, now, ample),
-            Entered::NotBefore(_)
+            Entered::NotBefore(..)
         ));
         let beyond_the_cap = at_the_cap + Duration::from_millis(1);
         assert!(matches!(
