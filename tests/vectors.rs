@@ -81,7 +81,7 @@ fn cases() -> Vec<Case> {
         ),
         reads(
             r#"RateLimit-Policy: "peruser";q=65535;qu="content-bytes";w=10;pk=:sdfjLJUOUH==:"#,
-            "peruser[l=65535 w=10s]",
+            "peruser[l=65535 w=10s u=other]",
         ),
         reads(
             r#"RateLimit-Policy: "hour";q=1000;w=3600, "day";q=5000;w=86400 || RateLimit: "day";r=100;t=36000"#,

@@ -106,6 +106,7 @@ pub(super) fn named<'a>(
         let policy = Reading {
             limit: member.quota,
             window: member.window.map(Duration::from_secs),
+            unit: member.unit,
             ..Reading::default()
         };
         named.add(readings, name, policy);

@@ -166,9 +166,13 @@ pub(crate) struct Reading<'a> {
 impl Reading<'_> {
     /// Folds in another reading of the same quota. Where they disagree the most restrictive
     /// figure wins (lowest limit and remaining, latest reset, longest window): the client never
-    /// acts on the more generous of two claims. Unknown figures never replace known ones.
+    /// acts on the more generous of two claims. Unknown figures never replace known ones, and
+    /// a unit named (a policy's `qu`) is the quota's, where the other reading names none.
     pub(crate) fn merge(&mut self, other: Self) {
         self.name = self.name.take().or(other.name);
+        if self.unit == Unit::Requests {
+            self.unit = other.unit;
+        }
         self.limit = lowest(self.limit, other.limit);
         self.remaining = lowest(self.remaining, other.remaining);
         self.reset = self.reset.max(other.reset);

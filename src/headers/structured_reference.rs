@@ -11,6 +11,7 @@ use sfv::visitor::{
 };
 use sfv::{BareItemFromInput, KeyRef, Parser};
 
+use super::Unit;
 use super::structured::{self, Dictionary, Member};
 
 /// The members of a list field; `None` if the field is not one the drafts allow.
@@ -122,12 +123,25 @@ impl<'de> ParameterVisitor<'de> for MemberParameters<'_, 'de> {
         key: &'de KeyRef,
         value: BareItemFromInput<'de>,
     ) -> Result<(), Unusable> {
-        // Unknown parameters (`pk`, `qu`, `burst`, `comment`) are extensions: skipped.
+        // Unknown parameters (`pk`, `burst`, `comment`) are extensions: skipped.
         let figure = match key.as_str() {
             "r" => &mut self.member.remaining,
             "t" => &mut self.member.reset,
             "q" => &mut self.member.quota,
             "w" => &mut self.member.window,
+            "qu" => {
+                let requests = match &value {
+                    BareItemFromInput::String(unit) => unit.as_str() == "requests",
+                    BareItemFromInput::Token(unit) => unit.as_str() == "requests",
+                    _ => false,
+                };
+                self.member.unit = if requests {
+                    Unit::Requests
+                } else {
+                    Unit::Other
+                };
+                return Ok(());
+            }
             _ => return Ok(()),
         };
         let value = count(&value)?;

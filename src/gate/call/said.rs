@@ -417,6 +417,34 @@ mod tests {
         assert_eq!(second(instant), Some(Some(1_700_000_001)));
     }
 
+    /// A policy whose quota counts another unit than requests (drafts 09 and 10's `qu`) is no
+    /// quota of calls: 100 bytes left are not 100 requests, and 65 535 bytes in 10 s no pace;
+    /// spent, it holds calls all the same.
+    #[test]
+    fn a_quota_of_bytes_is_no_quota_of_requests_till_it_is_spent() {
+        let now = Instant::now();
+        let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let settings = Settings::default();
+        let read = |remaining: u64, unit: &str| {
+            let mut response = Response::builder()
+                .header(
+                    "ratelimit-policy",
+                    format!(r#""peruser";q=65535;qu="{unit}";w=10"#),
+                )
+                .header("ratelimit", format!(r#""peruser";r={remaining};t=5"#))
+                .body(())
+                .unwrap();
+            Said::read(&mut response, now, wall, None, &settings, &[]).report(None)
+        };
+        let bytes = read(100, "content-bytes");
+        assert_eq!((bytes.quota, bytes.pace), (None, None));
+        let spent = read(0, "content-bytes").quota.expect("spent: it holds");
+        assert_eq!(spent.remaining, 0);
+        let requests = read(100, "requests");
+        assert_eq!(requests.quota.map(|quota| quota.remaining), Some(100));
+        assert!(requests.pace.is_some());
+    }
+
     /// A 429 whose `RateLimit` field says its window is spent, and resets in `seconds`.
     fn spent_for(seconds: u64) -> Response<()> {
         let ratelimit = format!(r#""d";r=0;t={seconds}"#);

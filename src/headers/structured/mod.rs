@@ -21,6 +21,8 @@ use smallvec::SmallVec;
 
 use input::{Bare, Input, ignore};
 
+use super::Unit;
+
 /// One member of a `RateLimit` or `RateLimit-Policy` list, or of a `RateLimit-Limit` list in
 /// drafts 01 to 03.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -38,6 +40,8 @@ pub(crate) struct Member<'a> {
     pub(crate) quota: Option<u64>,
     /// `w`: window length in seconds (never zero).
     pub(crate) window: Option<u64>,
+    /// `qu`: the unit the quota counts (drafts 09 and 10); requests where none is named.
+    pub(crate) unit: Unit,
 }
 
 impl Member<'_> {
@@ -147,7 +151,11 @@ fn list_member<'a>(input: &mut Input<'a>) -> Option<Member<'a>> {
             "t" => &mut member.reset,
             "q" => &mut member.quota,
             "w" => &mut member.window,
-            // Extensions (`pk`, `qu`, `burst`, `comment`) are skipped.
+            "qu" => {
+                member.unit = quota_unit(&value);
+                return Some(());
+            }
+            // Extensions (`pk`, `burst`, `comment`) are skipped.
             _ => return Some(()),
         };
         let value = count(&value)?;
@@ -159,6 +167,16 @@ fn list_member<'a>(input: &mut Input<'a>) -> Option<Member<'a>> {
         Some(())
     })?;
     Some(member)
+}
+
+/// The unit a policy's quota counts (`qu`): requests, or another (`content-bytes`,
+/// `concurrent-requests`, one the drafts do not name) that a call does not spend one of.
+fn quota_unit(value: &Bare<'_>) -> Unit {
+    match value {
+        Bare::String(unit) if unit == "requests" => Unit::Requests,
+        Bare::Token("requests") => Unit::Requests,
+        _ => Unit::Other,
+    }
 }
 
 #[cfg(test)]
@@ -193,6 +211,28 @@ mod tests {
                 },
             ]
         );
+    }
+
+    /// `qu` names the unit the quota counts (drafts 09 and 10): requests, named or not; any
+    /// other (bytes, requests in flight, a unit the drafts do not name) is another unit.
+    #[test]
+    fn qu_names_the_unit_of_the_quota() {
+        let unit = |field: &str| parse_list(field).unwrap()[0].unit;
+        assert_eq!(unit(r#""a";q=5"#), Unit::Requests);
+        assert_eq!(unit(r#""a";q=5;qu="requests""#), Unit::Requests);
+        assert_eq!(unit(r#""a";q=5;qu=requests"#), Unit::Requests);
+        for other in [
+            r#""content-bytes""#,
+            r#""concurrent-requests""#,
+            "bytes",
+            "5",
+        ] {
+            assert_eq!(
+                unit(&format!(r#""a";q=5;qu={other}"#)),
+                Unit::Other,
+                "{other}"
+            );
+        }
     }
 
     #[test]
@@ -327,6 +367,8 @@ mod tests {
             prop_oneof![
                 12 => (0i64..1000).prop_map(|n| n.to_string()),
                 6 => "\"[a-z0-9-]{1,8}\"",
+                1 => prop::sample::select(&["\"requests\"", "requests", "\"content-bytes\""][..])
+                    .prop_map(str::to_owned),
                 1 => (-20i64..20).prop_map(|n| n.to_string()),
                 1 => "-?[0-9]{1,17}",
                 1 => "-?[0-9]{1,14}\\.[0-9]{0,4}",
@@ -342,7 +384,7 @@ mod tests {
 
         fn key() -> impl Strategy<Value = String> {
             prop_oneof![
-                8 => prop::sample::select(&["r", "t", "q", "w", "pk", "limit", "remaining", "reset", "x"][..])
+                8 => prop::sample::select(&["r", "t", "q", "w", "qu", "pk", "limit", "remaining", "reset", "x"][..])
                     .prop_map(str::to_owned),
                 1 => "[a-z*][a-z0-9_.*-]{0,4}",
                 1 => "[A-Z_0-9][a-z]{0,2}",
