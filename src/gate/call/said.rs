@@ -163,7 +163,11 @@ impl Said {
         Said {
             instruction,
             closing,
-            instructed_until: closing.map(|(wait, _)| after(now, wait)),
+            // An end beyond the horizon is no time the gate or its law keeps: taken for a
+            // window's end, it would make the learned law's round last decades.
+            instructed_until: closing
+                .filter(|(wait, _)| *wait <= settings.horizon)
+                .map(|(wait, _)| after(now, wait)),
             quota: settings
                 .respect_remaining
                 .then(|| quota(info, horizon))
@@ -443,6 +447,31 @@ mod tests {
         let requests = read(100, "requests");
         assert_eq!(requests.quota.map(|quota| quota.remaining), Some(100));
         assert!(requests.pace.is_some());
+    }
+
+    /// A `Retry-After` beyond the horizon closes nothing and names no end the gate keeps (the
+    /// learned law would take it for a window's end), though it is still what held the call.
+    #[test]
+    fn an_instruction_beyond_the_horizon_names_no_end_the_gate_keeps() {
+        let now = Instant::now();
+        let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let settings = Settings::default();
+        let read = |seconds: &str| {
+            let mut response = Response::builder()
+                .status(StatusCode::TOO_MANY_REQUESTS)
+                .header("retry-after", seconds)
+                .body(())
+                .unwrap();
+            Said::read(&mut response, now, wall, None, &settings, &[])
+        };
+        let absurd = read("3000000000");
+        assert_eq!(absurd.report(None).instructed_until, None);
+        assert!(matches!(absurd.held_by(), HeldBy::RetryAfter { .. }));
+        let at_the_horizon = read(&settings.horizon.as_secs().to_string());
+        assert_eq!(
+            at_the_horizon.report(None).instructed_until,
+            Some(now + settings.horizon)
+        );
     }
 
     /// A 429 whose `RateLimit` field says its window is spent, and resets in `seconds`.
