@@ -370,6 +370,26 @@ async fn an_instruction_beyond_the_horizon_is_returned_at_once_and_not_remembere
     }
 }
 
+/// Nor does a refusal naming years hold the calls after it: the learned law takes it as a
+/// refusal that named no time, and a key it learned to let one request go a window does
+/// not stall once that request is answered (before, the fifth call waited the patience,
+/// 10 s, for an answer of a request its round had no token left to send).
+#[tokio::test(start_paused = true)]
+async fn refusals_naming_years_between_acceptances_hold_no_later_call_long() {
+    let server = TestServer::start(|_, _, nth| match nth % 2 {
+        0 => (429, vec![header("retry-after", "3000000000")]),
+        _ => (200, Vec::new()),
+    })
+    .await;
+    let client = stack(RateLimitLayer::new());
+    let started = Instant::now();
+    for _ in 0..6 {
+        call(&client, server.url("/items")).await;
+    }
+    assert!(started.elapsed() < SECOND, "{:?}", started.elapsed());
+    assert_eq!(server.count("GET", "/items"), 6);
+}
+
 /// With `respect_remaining(false)`, a 403 whose meter is spent for an hour is still an
 /// instruction beyond the cap for the call that met it: returned at once, never retried on a
 /// guessed backoff into the spent window. (Later calls are sent: that is the opt-out.)

@@ -39,7 +39,8 @@
 //!    began (its first send; a probe's round, the window it probes) to the end of the
 //!    earliest instruction its refusals carried (each bounds the same reset), or to the send
 //!    of the first request accepted after a refusal without one (which the next round counts
-//!    as its first: it took one of the window's requests); the shortest seen is the
+//!    as its first: it took one of the window's requests, and, where it took the last and no
+//!    rate refills them, the round ends a period after its answer); the shortest seen is the
 //!    tightest. Where the server names no reset, the next is tried halfway between the
 //!    longest a refused window was seen to run and the period, while they are more than a
 //!    sixteenth of the period apart; a window refused later than the period it went by
@@ -259,7 +260,15 @@ impl<T: Moment> Learn<T> {
             round.out = round.out.saturating_sub(1);
             round.sent = round.sent.saturating_sub(1);
             self.end_round(sent, true);
-            return self.round.opened_by(sent);
+            self.round.opened_by(sent);
+            // Where it took the round's last token and no rate refills the bucket, the round
+            // sends nothing of its own to be answered: it is timed by this answer (its window
+            // began by then: never early), not by the patience.
+            let unrefilled = self.known.is_some_and(|known| known.rate.value <= 0.0);
+            if unrefilled && self.level(now) < 1.0 {
+                self.round.answered = Some(now);
+            }
+            return;
         }
         round.answered.get_or_insert(now);
         round.answered(tag, false);
