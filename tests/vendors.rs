@@ -301,10 +301,10 @@ async fn discord_a_global_429_met_on_another_route_asks_the_hook_before_the_wait
     let told = waits.clone();
     let layer =
         RateLimitLayer::new().on_rate_limit(move |notice: &tower_retry_after::Notice<'_>| {
-            let tower_retry_after::Notice::Wait { wait, .. } = notice else {
+            let tower_retry_after::Notice::Wait { wait, attempt, .. } = notice else {
                 return true;
             };
-            told.lock().unwrap().push(*wait);
+            told.lock().unwrap().push((*wait, *attempt));
             false
         });
     let client = stack(layer);
@@ -338,7 +338,9 @@ async fn discord_a_global_429_met_on_another_route_asks_the_hook_before_the_wait
         2,
         "the guild's retry and the channel call: {waits:?}"
     );
-    assert!(waits[1] >= 5 * SECOND, "{waits:?}");
+    let (wait, attempt) = waits[1];
+    assert!(wait >= 5 * SECOND, "{waits:?}");
+    assert_eq!(attempt, 1, "before the channel call's first attempt");
 }
 
 /// Discord: a bucket's 429 holds that bucket's route only; a global 429 holds every route of
