@@ -428,12 +428,14 @@ async fn the_hook_vetoes_a_wait_and_the_call_ends_with_what_it_has() {
 /// its 503.
 #[tokio::test(start_paused = true)]
 async fn a_transient_retry_held_at_a_closed_gate_asks_the_hook_first() {
-    let waits = Arc::new(Mutex::new(0));
+    let waits = Arc::new(Mutex::new(Vec::new()));
     let told = waits.clone();
     let layer = RateLimitLayer::new().on_rate_limit(move |notice: &Notice<'_>| {
-        let vetoed = matches!(notice, Notice::Wait { .. });
-        *told.lock().unwrap() += usize::from(vetoed);
-        !vetoed
+        let Notice::Wait { attempt, .. } = notice else {
+            return true;
+        };
+        told.lock().unwrap().push(*attempt);
+        false
     });
     let service = layer.layer(tower::service_fn(|request: Request<String>| async move {
         let status = match request.uri().path() {
@@ -469,7 +471,8 @@ async fn a_transient_retry_held_at_a_closed_gate_asks_the_hook_first() {
         "{:?}",
         started.elapsed()
     );
-    assert_eq!(*waits.lock().unwrap(), 2, "the 429's retry and the 503's");
+    // Each before the second attempt: the 429's retry, and the 503's.
+    assert_eq!(*waits.lock().unwrap(), [2, 2]);
 }
 
 #[tokio::test(start_paused = true)]
