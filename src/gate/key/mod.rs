@@ -1681,6 +1681,20 @@ mod tests {
         assert!(next.probe.is_some(), "the next one probes");
     }
 
+    /// Only the probe out, lost, owes another: a request let through on an open gate that
+    /// ends unanswered closes nothing.
+    #[test]
+    fn a_request_that_never_comes_back_on_an_open_gate_owes_no_probe() {
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let lost = gate.come(now).unwrap();
+        assert!(lost.probe.is_none());
+        gate.abandoned(lost, now);
+        let next = gate.come(now).unwrap();
+        assert!(next.probe.is_none(), "no probe owed");
+        assert!(gate.come(now).is_ok(), "nothing held");
+    }
+
     #[test]
     fn the_head_is_woken_when_a_probe_comes_back_but_only_after_the_lock() {
         let now = Instant::now();
