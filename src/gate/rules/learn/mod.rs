@@ -192,8 +192,14 @@ impl<T: Moment> Learn<T> {
         }
         if level < 1.0 {
             let rate = known.rate.value;
+            // A token due a period away or more is none (a rate cut near zero gives one past
+            // any clock): the round ends first.
+            let due = |rate: f64| {
+                Duration::try_from_secs_f64((1.0 - level) / rate)
+                    .map_or(period, |due| due.min(period))
+            };
             let token = (rate > 0.0)
-                .then(|| now.later(Duration::from_secs_f64((1.0 - level) / rate).max(TICK)))
+                .then(|| now.later(due(rate).max(TICK)))
                 // A round ends no later than a period after its first answer.
                 .filter(|token| *token < reset.min(now.later(period)));
             held.token |= token.is_some();

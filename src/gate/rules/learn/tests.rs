@@ -468,6 +468,18 @@ fn on_trial(burst: Option<f64>, rate: Option<(f64, f64)>) -> (Learn<SystemTime>,
     (law, reset)
 }
 
+/// A rate cut near zero (halved by refusal after refusal) gives a token so far off that it is
+/// no time at all: the call waits for the round's reset, and nothing panics converting it.
+#[test]
+fn a_rate_near_zero_holds_a_call_to_the_reset_without_overflow() {
+    let (mut law, reset) = on_trial(None, Some((1e-320, 1e-320)));
+    for out in 0..5 {
+        go(&mut law, reset, out);
+    }
+    let end = law.current_until(reset).expect("a round under way");
+    assert_eq!(law.next(reset, 0, PATIENCE), Some(end));
+}
+
 #[test]
 fn without_a_raise_on_trial_no_request_is_a_trial() {
     let (mut law, reset) = on_trial(None, None);
