@@ -269,32 +269,40 @@ async fn github_a_spent_search_limit_does_not_hold_the_core_api() {
     }
 }
 
+/// Discord's bucket for `path` (the channel's routes share one, the guild's another), and what a
+/// healthy answer on it says.
+fn discord_bucket(path: &str) -> (&'static str, Headers) {
+    let bucket = if path.starts_with("/channels") {
+        "a1"
+    } else {
+        "b2"
+    };
+    let headers = vec![
+        header("x-ratelimit-limit", 5),
+        header("x-ratelimit-remaining", 4),
+        header("x-ratelimit-reset-after", 1),
+        header("x-ratelimit-bucket", bucket),
+    ];
+    (bucket, headers)
+}
+
+/// Discord's global 429: every route of the token waits 6 s.
+fn discord_global() -> Headers {
+    vec![
+        header("retry-after", 6),
+        header("x-ratelimit-global", "true"),
+        header("x-ratelimit-scope", "global"),
+    ]
+}
+
 /// Discord's global 429 closes every route of the token: a call on another route meets that
 /// closure as a wait like any other, so the operator's hook is asked first (and its veto
 /// ends the call at once, throttled, unsent).
 #[tokio::test(start_paused = true)]
 async fn discord_a_global_429_met_on_another_route_asks_the_hook_before_the_wait() {
-    let server = TestServer::start(move |_, path, nth| {
-        let bucket = if path.starts_with("/channels") {
-            "a1"
-        } else {
-            "b2"
-        };
-        if (path, nth) == ("/guilds/2", 1) {
-            let global = vec![
-                header("retry-after", 6),
-                header("x-ratelimit-global", "true"),
-                header("x-ratelimit-scope", "global"),
-            ];
-            return (429, global);
-        }
-        let headers = vec![
-            header("x-ratelimit-limit", 5),
-            header("x-ratelimit-remaining", 4),
-            header("x-ratelimit-reset-after", 1),
-            header("x-ratelimit-bucket", bucket),
-        ];
-        (200, headers)
+    let server = TestServer::start(move |_, path, nth| match (path, nth) {
+        ("/guilds/2", 1) => (429, discord_global()),
+        _ => (200, discord_bucket(path).1),
     })
     .await;
     let waits = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -348,17 +356,7 @@ async fn discord_a_global_429_met_on_another_route_asks_the_hook_before_the_wait
 #[tokio::test(start_paused = true)]
 async fn discord_a_bucket_429_holds_its_route_and_a_global_429_holds_every_route() {
     let server = TestServer::start(move |_, path, nth| {
-        let bucket = if path.starts_with("/channels") {
-            "a1"
-        } else {
-            "b2"
-        };
-        let mut headers = vec![
-            header("x-ratelimit-limit", 5),
-            header("x-ratelimit-remaining", 4),
-            header("x-ratelimit-reset-after", 1),
-            header("x-ratelimit-bucket", bucket),
-        ];
+        let (bucket, mut headers) = discord_bucket(path);
         let status = match (path, nth) {
             ("/channels/1/messages", 1) => {
                 headers = vec![
@@ -371,11 +369,7 @@ async fn discord_a_bucket_429_holds_its_route_and_a_global_429_holds_every_route
                 429
             }
             ("/guilds/2", 2) => {
-                headers = vec![
-                    header("retry-after", 6),
-                    header("x-ratelimit-global", "true"),
-                    header("x-ratelimit-scope", "global"),
-                ];
+                headers = discord_global();
                 429
             }
             _ => 200,
