@@ -538,10 +538,13 @@ impl Gate {
         }
         self.out.push_back(now);
         // The first call the learned pace lets go after a closure is the probe the others owe.
+        let waiting = self.waiters();
         let probe = match paced {
-            true if self.reopening.owes_probe() => self.reopening.admitted(true, now, terms),
+            true if self.reopening.owes_probe() => {
+                self.reopening.admitted(true, now, terms, waiting)
+            }
             true => None,
-            false => self.reopening.admitted(probe, now, terms),
+            false => self.reopening.admitted(probe, now, terms, waiting),
         };
         Admission {
             learn,
@@ -1013,10 +1016,37 @@ mod tests {
             [2, 4, 8, 16, 19],
             "the burst doubles each round trip"
         );
-        // The backlog gone, the call that arrived during it goes, then everyone at once.
+        // The backlog gone, the call that arrived during it goes with none behind it: the
+        // gate opens.
         assert!(gate.ask(late.unwrap(), clock, &waker, TERMS).is_ok());
         assert!(gate.come(clock).unwrap().probe.is_none(), "open again");
         assert!(gate.come(clock).is_ok());
+    }
+
+    #[test]
+    fn calls_that_arrive_during_the_release_leave_on_its_ramp_not_at_once_when_it_ends() {
+        let now = Instant::now();
+        let mut gate = closed_gate(now, SECOND);
+        let (_, waker) = waker();
+        let backlog: Vec<u64> = (0..3).map(|_| gate.come(now).unwrap_err()).collect();
+        let (probe, clock) = gate.go(backlog[0], now + SECOND, &waker);
+        gate.answered(probe, HEALTHY, clock);
+        // Twenty calls arrive while two of the backlog are still to leave: they wait behind it.
+        let late: Vec<u64> = (0..20).map(|_| gate.come(clock).unwrap_err()).collect();
+        let out = round(&mut gate, &backlog[1..], clock, &waker);
+        assert_eq!(out.len(), 2, "the probe's answer lets two out");
+        assert!(
+            round(&mut gate, &late, clock, &waker).is_empty(),
+            "the backlog gone, the twenty still wait for the ramp"
+        );
+        let clock = clock + 10 * MS;
+        for admitted in out {
+            gate.answered(admitted, HEALTHY, clock);
+        }
+        let next = round(&mut gate, &late, clock, &waker);
+        assert_eq!(next.len(), 4, "two answers: four out, a spacing apart");
+        let sent: Vec<Instant> = next.iter().map(|admitted| admitted.sent).collect();
+        assert!(sent.windows(2).all(|pair| pair[0] < pair[1]), "{sent:?}");
     }
 
     /// A gate closed for a second by a 429 while `early` was out, its probe back healthy at
@@ -1974,7 +2004,7 @@ mod tests {
     }
 
     #[test]
-    fn the_release_ends_with_its_backlog_and_later_calls_are_not_paced() {
+    fn a_call_that_arrives_during_a_paced_release_leaves_at_its_pace_then_the_gate_opens() {
         let (_, open, mut gate, waker, ids) = released_at_a_pace_of_a_second();
         // Two were waiting when the probe came back: they are the backlog.
         let (_, first) = gate.go(ids[1], open, &waker);
@@ -1982,9 +2012,10 @@ mod tests {
         let late = gate.come(first).unwrap_err();
         let (_, second) = gate.go(ids[2], first, &waker);
         assert_eq!(second, open + 2 * SECOND);
-        // The backlog gone, the call that arrived during the release goes at once.
-        assert!(gate.ask(late, second, &waker, TERMS).is_ok());
-        assert!(gate.come(second).is_ok(), "open again");
+        // The call that arrived during the release leaves at its pace, with none behind it.
+        let (_, third) = gate.go(late, second, &waker);
+        assert_eq!(third, open + 3 * SECOND);
+        assert!(gate.come(third).is_ok(), "open again");
     }
 
     #[test]

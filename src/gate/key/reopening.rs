@@ -13,8 +13,9 @@
 //!   followed an accepted answer, so the law knows the key), at once, the store holding them
 //!   as the gate's own law would; where nothing is known, on a ramp: one more request out for
 //!   each healthy answer (the burst doubles each round trip), never two in the same instant.
-//!   A refusal on the ramp owes a probe again. The release ends when its backlog does: calls
-//!   arriving meanwhile wait behind it, then the gate opens for everyone.
+//!   A refusal on the ramp owes a probe again. The release lasts while calls wait: calls
+//!   arriving meanwhile wait behind the backlog and leave as it does, so that no crowd leaves
+//!   in one instant when it ends; the gate opens once a call leaves with none behind it.
 //! - The first call to a key the gate knows nothing about probes too (slow start), holding
 //!   only calls that take part in it, and its answer is released the same way.
 //! - A pace comes from a policy whose window is within the cap (a daily quota says how many
@@ -217,9 +218,15 @@ impl Reopening {
         }
     }
 
-    /// A request of a call with `terms` went at `now`, as a probe or not. Which probe it is,
-    /// if it is one.
-    pub(crate) fn admitted(&mut self, probe: bool, now: Instant, terms: Terms) -> Option<u64> {
+    /// A request of a call with `terms` went at `now`, as a probe or not, `waiting` calls
+    /// behind it. Which probe it is, if it is one.
+    pub(crate) fn admitted(
+        &mut self,
+        probe: bool,
+        now: Instant,
+        terms: Terms,
+        waiting: usize,
+    ) -> Option<u64> {
         if self.phase == Phase::Open || !self.holds(terms) {
             return None;
         }
@@ -229,9 +236,11 @@ impl Reopening {
             self.probes += 1;
             return Some(self.probes);
         }
+        // Calls that came during the release join it: let go at once when the backlog ends,
+        // they would be the crowd the ramp spreads.
         self.phase = match self.phase {
-            Phase::Releasing { backlog } if backlog > 1 => Phase::Releasing {
-                backlog: backlog - 1,
+            Phase::Releasing { backlog } if backlog > 1 || waiting > 0 => Phase::Releasing {
+                backlog: (backlog - 1).max(waiting),
             },
             _ => Phase::Open,
         };
