@@ -275,6 +275,7 @@ impl Call {
             Arrival::Queued(id) => Entered::Queued(Place::new(
                 self.gates.clone(),
                 self.key.clone(),
+                self.whole().cloned(),
                 id,
                 self.terms,
             )),
@@ -286,7 +287,13 @@ impl Call {
     }
 
     fn pass(&self, admission: Admission) -> Pass {
-        Pass::new(self.gates.clone(), self.key.clone(), admission, self.terms)
+        Pass::new(
+            self.gates.clone(),
+            self.key.clone(),
+            self.whole().cloned(),
+            admission,
+            self.terms,
+        )
     }
 }
 
@@ -366,6 +373,65 @@ mod tests {
             },
             "the call's own gate only counts it back, on the server's clock"
         );
+    }
+
+    /// Discord's global 429, for 30 s, as the gate reads it.
+    fn global_refusal(now: Instant) -> Said {
+        let mut response = http::Response::builder()
+            .status(429)
+            .header("retry-after", "30")
+            .header("x-ratelimit-global", "true")
+            .header("x-ratelimit-scope", "global")
+            .body(())
+            .unwrap();
+        let settings = Settings::default();
+        Said::read(&mut response, now, SystemTime::now(), None, &settings, &[])
+    }
+
+    /// A global 429 holds every limit of the key: a call waiting at another limit's gate when
+    /// it came is not let through while it holds, as a call arriving then is not.
+    #[tokio::test(start_paused = true)]
+    async fn a_waiter_at_another_limit_is_not_let_through_while_a_global_refusal_holds() {
+        use crate::gate::call::NotYet;
+        const SECOND: Duration = Duration::from_secs(1);
+        let gates = Gates::default();
+        let whole = Key::named("api");
+        gates.routes.learn(&whole, "/a", "a");
+        gates.routes.learn(&whole, "/b", "b");
+        let settings = Settings::default();
+        let call = || Call::new(gates.clone(), whole.clone(), None, &settings);
+        let (now, budget) = (Instant::now(), 120 * SECOND);
+        // Route b: the first call probes its limit's new gate; the second waits behind it.
+        let Entered::Admitted(probe) = call().enter(now, budget, "/b") else {
+            panic!("the first call on b goes alone");
+        };
+        let Entered::Queued(mut waiting) = call().enter(now, budget, "/b") else {
+            panic!("the second call on b waits for the first's answer");
+        };
+        // Route a is refused for every limit of the key, for 30 s.
+        let mut on_a = call();
+        let Entered::Admitted(refused) = on_a.enter(now, budget, "/a") else {
+            panic!("the first call on a goes alone");
+        };
+        let said = global_refusal(now);
+        assert!(said.is_global());
+        let mut report = said.report(Some(now + 30 * SECOND));
+        on_a.learn_limit("/a", &said, &mut report, now);
+        refused.answered(report, now, None);
+        // b's probe comes back healthy a moment later.
+        let later = now + SECOND;
+        probe.answered(Report::default(), later, None);
+        assert!(
+            matches!(call().enter(later, budget, "/b"), Entered::NotBefore(..)),
+            "a call arriving on b meets the global closure"
+        );
+        match waiting.poll(later, budget, std::task::Waker::noop()) {
+            Ok(_) => panic!("the waiter on b was let through inside the global closure"),
+            Err(NotYet::Reroute) => {}
+            Err(_) => panic!("the waiter on b arrives again, to meet the global closure"),
+        }
+        let b = whole.within("b");
+        assert_eq!(gates.snapshot(&b).map_or(0, |gate| gate.waiters()), 0);
     }
 
     #[test]

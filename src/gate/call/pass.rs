@@ -22,6 +22,9 @@ use crate::throttled::{HeldBy, Throttled};
 pub(crate) struct Pass {
     gates: Gates,
     key: Key,
+    /// The request's key, where `key` is one of its limits: a closure of it holds the call's
+    /// retry too, wherever it waits.
+    whole: Option<Key>,
     admission: Admission,
     terms: Terms,
     open: bool,
@@ -45,7 +48,8 @@ pub(crate) enum NotYet {
     /// The gate is now closed to it longer than it may still wait: it gives up at once, with
     /// this error.
     GiveUp(Throttled),
-    /// It left the queue, to arrive again at the gate of its route's limit.
+    /// It left the queue, to arrive again: at the gate of its route's limit, or to meet a
+    /// closure of its whole key.
     Reroute,
 }
 
@@ -60,10 +64,17 @@ pub(crate) enum Held {
 }
 
 impl Pass {
-    pub(crate) fn new(gates: Gates, key: Key, admission: Admission, terms: Terms) -> Self {
+    pub(crate) fn new(
+        gates: Gates,
+        key: Key,
+        whole: Option<Key>,
+        admission: Admission,
+        terms: Terms,
+    ) -> Self {
         Pass {
             gates,
             key,
+            whole,
             admission,
             terms,
             open: true,
@@ -133,6 +144,7 @@ impl Pass {
             Hold::Queued(id) => Held::Waiting(Place::new(
                 self.gates.clone(),
                 self.key.clone(),
+                self.whole.clone(),
                 id,
                 self.terms,
             )),
@@ -165,17 +177,21 @@ impl Drop for Pass {
 pub(crate) struct Place {
     gates: Gates,
     key: Key,
+    /// The request's key, where `key` is one of its limits: a closure of it (a global
+    /// refusal) holds the call wherever it waits.
+    whole: Option<Key>,
     id: u64,
     terms: Terms,
     queued: bool,
 }
 
 impl Place {
-    pub(crate) fn new(gates: Gates, key: Key, id: u64, terms: Terms) -> Self {
+    pub(crate) fn new(gates: Gates, key: Key, whole: Option<Key>, id: u64, terms: Terms) -> Self {
         telemetry::waiting(&key, true);
         Place {
             gates,
             key,
+            whole,
             id,
             terms,
             queued: true,
@@ -191,6 +207,27 @@ impl Place {
         waker: &Waker,
     ) -> Result<Pass, NotYet> {
         let mut table = self.gates.registry.lock();
+        let whole_closed = self
+            .whole
+            .as_ref()
+            .and_then(|whole| table.gates.get(whole)?.closed(now, self.terms))
+            .is_some();
+        if whole_closed {
+            // Every limit of the key is closed (a refusal of the whole key came while the call
+            // waited at its limit's gate): it leaves, and arrives again, to meet that closure
+            // as a call arriving now does.
+            let wakes = table
+                .gates
+                .get_mut(&self.key)
+                .map_or_else(Vec::new, |gate| {
+                    gate.leave(self.id, self.terms.metered);
+                    gate.take_wakes()
+                });
+            drop(table);
+            self.queued = false;
+            wakes.into_iter().for_each(Waker::wake);
+            return Err(NotYet::Reroute);
+        }
         let (admission, wakes, judged) = match table.gates.get_mut(&self.key) {
             Some(gate) => {
                 let admission = gate.poll_waiter(self.id, now, budget, waker, self.terms);
@@ -216,6 +253,7 @@ impl Place {
         Ok(Pass::new(
             self.gates.clone(),
             self.key.clone(),
+            self.whole.clone(),
             admission,
             self.terms,
         ))
