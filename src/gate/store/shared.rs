@@ -89,12 +89,14 @@ impl Shared {
     }
 
     /// Shares what a response to a request on `key`, reserved with `ticket`, said at `now`.
-    /// Nothing waits for it.
+    /// Nothing waits for it. An answer to a reserved request is told even while the store is
+    /// out: it was reserved before, so they are bounded by the requests out then, and a
+    /// reservation the store keeps counts as out, holding the fleet's quota, until it lapses.
     pub(crate) fn merge(&self, key: &Key, window: Window, ticket: Option<Ticket>, now: SystemTime) {
         let Ok(runtime) = Handle::try_current() else {
             return;
         };
-        if !self.outage.may_ask(Instant::now()) {
+        if ticket.is_none() && !self.outage.may_ask(Instant::now()) {
             return;
         }
         let merged = self.store.merge(key, window, ticket, now);
@@ -364,6 +366,38 @@ mod tests {
         shared.merge(&key, Window::default(), None, SystemTime::now());
         told().await;
         assert_eq!(started.elapsed(), 2 * LATE + RETRY, "the merge given up on");
+    }
+
+    /// A slow moment (one answer past the deadline) marks the store out for a second; an
+    /// answer to a request reserved before it, told in that second, still gives its
+    /// reservation back: the store is up, and a reservation it keeps counts a request out
+    /// that is not, holding the whole fleet's quota for a minute.
+    #[tokio::test(start_paused = true)]
+    async fn a_reservation_answered_in_a_slow_moment_is_still_given_back() {
+        let store = Arc::new(MemoryStore::new());
+        let shared = Shared::new(store.clone(), DEADLINE);
+        let key = Key::named("api");
+        let now = SystemTime::now();
+        let two_left = Window {
+            quota: Some((2, now + RETRY * 60)),
+            ..Window::default()
+        };
+        store.merge(&key, two_left, None, now).await.unwrap();
+        let Some(Reservation::Granted(ticket)) = answer(ask(&shared).unwrap()).await else {
+            panic!("not granted");
+        };
+        // Another call's question is answered past the deadline.
+        shared.outage.failed(&"no answer within the deadline");
+        // The reserved request's answer comes, and says nothing but that it is no longer out.
+        shared.merge(&key, Window::default(), Some(ticket), SystemTime::now());
+        tokio::time::sleep(RETRY).await;
+        for _ in 0..2 {
+            let granted = store.reserve(&key, Respects::ALL, now).await.unwrap();
+            assert!(
+                matches!(granted, Reservation::Granted(_)),
+                "the answered request still counts as out: {granted:?}"
+            );
+        }
     }
 
     #[tokio::test(start_paused = true)]
