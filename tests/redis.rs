@@ -63,6 +63,7 @@ on_each_redis! {
     #[tokio::test] the_redis_scripts_answer_as_the_in_memory_ledger_does,
     #[tokio::test] a_limits_keys_are_touched_together_whatever_its_name,
     #[tokio::test] a_store_whose_connections_are_killed_answers_again,
+    #[tokio::test] a_reservation_whose_asker_gave_up_is_not_kept_as_a_request_out,
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     a_fleet_on_redis_spends_no_more_than_the_meters_report,
 }
@@ -202,6 +203,37 @@ async fn a_closure_one_process_merged_holds_another_and_is_never_brought_forward
     );
     assert!(until <= closure + Duration::from_millis(50), "late");
     assert_eq!(window.closed_until, Some(until));
+}
+
+/// A reservation whose asker stopped waiting for it (the gates give up on the store after a
+/// deadline, dropping the question) is not kept as a request out: no request went on it, and
+/// kept, it would hold the fleet's quota until it lapsed.
+async fn a_reservation_whose_asker_gave_up_is_not_kept_as_a_request_out(target: &Target) {
+    let store = target.store("given-up");
+    let key = Key::named("api");
+    let now = SystemTime::now();
+    let one_left = Window {
+        quota: Some((1, now + Duration::from_secs(30))),
+        ..Window::default()
+    };
+    store.merge(&key, one_left, None, now).await.unwrap();
+    // Asked, and given up on before its answer came.
+    let mut asked = store.reserve(&key, Respects::ALL, SystemTime::now());
+    std::future::poll_fn(|cx| {
+        assert!(asked.as_mut().poll(cx).is_pending(), "answered at once");
+        std::task::Poll::Ready(())
+    })
+    .await;
+    drop(asked);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let next = store
+        .reserve(&key, Respects::ALL, SystemTime::now())
+        .await
+        .unwrap();
+    assert!(
+        matches!(next, Reservation::Granted(_)),
+        "the one left is held by a reservation nobody holds: {next:?}"
+    );
 }
 
 async fn processes_together_reserve_no_more_than_the_server_reported(target: &Target) {

@@ -280,12 +280,30 @@ impl RedisStore {
                     waiting.remove(&key);
                     return;
                 };
-                std::mem::take(changes)
+                // A reservation nobody waits for any more (its asker gave up on the store) is
+                // not made: no request goes on it.
+                let mut changes = std::mem::take(changes);
+                changes.retain(|change| !change.abandoned());
+                changes
             };
+            if changes.is_empty() {
+                continue;
+            }
             match self.apply(&key, &changes).await {
                 Ok((applied, redis_now)) => {
-                    for (change, applied) in changes.into_iter().zip(applied) {
-                        change.answer(applied, redis_now);
+                    let unclaimed: Vec<Ticket> = changes
+                        .into_iter()
+                        .zip(applied)
+                        .filter_map(|(change, applied)| change.answer(applied, redis_now))
+                        .collect();
+                    // One made as its asker gave up is given back by the next write.
+                    if !unclaimed.is_empty() {
+                        let mut waiting =
+                            self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+                        let changes = waiting.entry(key.clone()).or_default();
+                        for ticket in unclaimed {
+                            changes.push(Change::give_back(ticket));
+                        }
                     }
                 }
                 Err(error) => changes.into_iter().for_each(|change| change.fail(&error)),
@@ -395,6 +413,21 @@ enum Change {
 }
 
 impl Change {
+    /// A change that gives back the reservation `ticket`, which no request went on.
+    fn give_back(ticket: Ticket) -> Change {
+        Change::Merge {
+            window: Window::default(),
+            ticket: Some(ticket),
+            now: SystemTime::now(),
+            answer: oneshot::channel().0,
+        }
+    }
+
+    /// Whether the change is a reservation nobody waits for any more.
+    fn abandoned(&self) -> bool {
+        matches!(self, Change::Reserve { answer, .. } if answer.is_closed())
+    }
+
     /// Applies the change to `ledger` at Redis's `redis_now`: the reservation it made, if any.
     fn apply(&self, ledger: &mut Ledger, redis_now: SystemTime) -> Option<Reservation> {
         match *self {
@@ -427,7 +460,8 @@ impl Change {
     }
 
     /// Answers the call: the change was written as `applied` made it, at Redis's `redis_now`.
-    fn answer(self, applied: Option<Reservation>, redis_now: SystemTime) {
+    /// The ticket of a reservation made that nobody took, to give back.
+    fn answer(self, applied: Option<Reservation>, redis_now: SystemTime) -> Option<Ticket> {
         // A call that stopped waiting (its gate's deadline passed) takes no answer.
         match (self, applied) {
             (Change::Merge { answer, .. }, _) => drop(answer.send(Ok(()))),
@@ -440,7 +474,7 @@ impl Change {
                 // Times from Redis's now, read from when the answer came: never early.
                 let here = now + asked.elapsed();
                 let here = |at: SystemTime| on_clock(at, redis_now, here);
-                drop(answer.send(Ok(match reservation {
+                let sent = answer.send(Ok(match reservation {
                     Reservation::NotBefore { until, window } => Reservation::NotBefore {
                         until: here(until),
                         window: Window {
@@ -450,12 +484,16 @@ impl Change {
                         },
                     },
                     granted => granted,
-                })));
+                }));
+                if let Err(Ok(Reservation::Granted(ticket))) = sent {
+                    return Some(ticket);
+                }
             }
             (Change::Reserve { answer, .. }, None) => {
                 drop(answer.send(Err(StoreError::new("no reservation was made"))));
             }
         }
+        None
     }
 
     /// Answers the call with `error`: the change was not written.
