@@ -137,17 +137,32 @@ impl Key {
     fn of_origin(scheme: Option<Scheme>, authority: Authority) -> Option<Key> {
         // Userinfo is a credential, no part of the origin: it would be printed with the key.
         let text = authority.as_str();
-        let (host_and_port, had_userinfo) = match text.bytes().rposition(|byte| byte == b'@') {
+        let (mut host_and_port, had_userinfo) = match text.bytes().rposition(|byte| byte == b'@') {
             Some(at) => (&text[at + 1..], true),
             None => (text, false),
         };
+        // The scheme's own port written out names the same origin as the port left out
+        // (`https://api.test:443` is `https://api.test`): one server, one limit, one gate.
+        let default_port = match scheme.as_ref().map(Scheme::as_str) {
+            Some("http") => Some(80),
+            Some("https") => Some(443),
+            _ => None,
+        };
+        let explicit_default = default_port.is_some() && authority.port_u16() == default_port;
+        if explicit_default {
+            if let Some(colon) = host_and_port.bytes().rposition(|byte| byte == b':') {
+                host_and_port = &host_and_port[..colon];
+            }
+        }
         // Authorities compare without case; lowered once here, keys compare byte for byte.
-        let authority =
-            if had_userinfo || host_and_port.bytes().any(|byte| byte.is_ascii_uppercase()) {
-                host_and_port.to_ascii_lowercase().parse().ok()?
-            } else {
-                authority
-            };
+        let authority = if had_userinfo
+            || explicit_default
+            || host_and_port.bytes().any(|byte| byte.is_ascii_uppercase())
+        {
+            host_and_port.to_ascii_lowercase().parse().ok()?
+        } else {
+            authority
+        };
         let hash = map_hash(|hasher| {
             hasher.write_u8(0);
             hasher.write(scheme.as_ref().map_or("", Scheme::as_str).as_bytes());

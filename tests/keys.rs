@@ -118,3 +118,65 @@ async fn two_apis_on_one_origin_share_one_gate_unless_keyed_apart() {
         assert_eq!(search.await.unwrap(), 200);
     }
 }
+
+/// `https://api.test:443` and `https://api.test` are one origin (RFC 3986 §6.2.3): one server,
+/// one limit. reqwest's `Url` drops a default port, so a reqwest client and a hyper stack that
+/// spell it out would otherwise hold their calls at two gates. A 429 seen through one spelling
+/// holds calls through the other. (A scripted inner service: nothing listens on 443 here.)
+#[tokio::test(start_paused = true)]
+async fn an_origin_with_its_default_port_written_out_is_the_same_gate() {
+    assert_eq!(
+        Key::from_origin("https://api.test:443").unwrap(),
+        Key::from_origin("https://api.test").unwrap()
+    );
+    assert_eq!(
+        Key::from_origin("http://API.test:80").unwrap().to_string(),
+        "http://api.test"
+    );
+    assert_ne!(
+        Key::from_origin("https://api.test:80").unwrap(),
+        Key::from_origin("https://api.test").unwrap()
+    );
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = sent.clone();
+    let inner = tower::service_fn(move |_: Request<String>| {
+        let first = counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0;
+        async move {
+            let status = if first { 429 } else { 200 };
+            let response = http::Response::builder()
+                .status(status)
+                .header("retry-after", "600")
+                .body(String::new())
+                .unwrap();
+            Ok::<_, tower::BoxError>(response)
+        }
+    });
+    let mut service = ServiceBuilder::new()
+        .layer(RateLimitLayer::new().gates(Gates::new()))
+        .service(inner);
+    let get = |uri: &str| Request::get(uri).body(String::new()).unwrap();
+    let refused = service
+        .ready()
+        .await
+        .unwrap()
+        .call(get("https://api.test:443/a"))
+        .await;
+    assert_eq!(
+        refused.unwrap().status(),
+        429,
+        "600 s is over the cap: returned at once"
+    );
+    let held = service
+        .ready()
+        .await
+        .unwrap()
+        .call(get("https://api.test/b"))
+        .await;
+    assert!(
+        held.as_ref()
+            .is_err_and(|error| error.is::<tower_retry_after::Throttled>()),
+        "the same origin's gate is closed for 600 s: {:?}",
+        held.map(|response| response.status())
+    );
+    assert_eq!(sent.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
