@@ -442,6 +442,67 @@ async fn dropping_a_call_in_flight_gives_back_its_share_of_the_quota() {
     assert_eq!(*answered.lock().unwrap(), 3);
 }
 
+/// A store that counts the reservations handed back, and the answers merged with a ticket.
+#[derive(Default)]
+struct Counting {
+    store: MemoryStore,
+    given_back: Mutex<usize>,
+    answered: Mutex<usize>,
+}
+
+impl WindowStore for Counting {
+    fn reserve(
+        &self,
+        key: &Key,
+        respects: Respects,
+        now: std::time::SystemTime,
+    ) -> tower_retry_after::store::StoreFuture<Reservation> {
+        self.store.reserve(key, respects, now)
+    }
+
+    fn merge(
+        &self,
+        key: &Key,
+        window: Window,
+        ticket: Option<tower_retry_after::store::Ticket>,
+        now: std::time::SystemTime,
+    ) -> tower_retry_after::store::StoreFuture<()> {
+        *self.answered.lock().unwrap() += usize::from(ticket.is_some());
+        self.store.merge(key, window, ticket, now)
+    }
+
+    fn give_back(
+        &self,
+        key: &Key,
+        ticket: tower_retry_after::store::Ticket,
+        now: std::time::SystemTime,
+    ) -> tower_retry_after::store::StoreFuture<()> {
+        *self.given_back.lock().unwrap() += 1;
+        self.store.give_back(key, ticket, now)
+    }
+}
+
+/// A call dropped in flight hands its reservation back as such, not as an answer that said
+/// nothing: the fleet's law must not count the request accepted.
+#[tokio::test(start_paused = true)]
+async fn a_call_dropped_in_flight_hands_its_reservation_back_unanswered() {
+    let service = tower::service_fn(|_request: Request<String>| async {
+        std::future::pending::<()>().await;
+        Ok::<_, BoxError>(Response::new(String::new()))
+    });
+    let store = Arc::new(Counting::default());
+    let gated = RateLimitLayer::new()
+        .gates(Gates::with_store(store.clone()))
+        .layer(service);
+    let hanging = tokio::spawn(gated.oneshot(request("api.test")));
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    hanging.abort();
+    let _ = hanging.await;
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(*store.given_back.lock().unwrap(), 1, "handed back");
+    assert_eq!(*store.answered.lock().unwrap(), 0, "not told as an answer");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_probe_dropped_on_its_way_lets_the_next_waiter_probe() {
     // The first request is refused for 5 s; the second, the probe, never comes back.

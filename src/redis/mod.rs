@@ -302,7 +302,8 @@ impl RedisStore {
                             self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
                         let changes = waiting.entry(key.clone()).or_default();
                         for ticket in unclaimed {
-                            changes.push(Change::give_back(ticket));
+                            let answer = oneshot::channel().0;
+                            changes.push(Change::GiveBack { ticket, answer });
                         }
                     }
                 }
@@ -410,19 +411,14 @@ enum Change {
         now: SystemTime,
         answer: oneshot::Sender<Result<(), StoreError>>,
     },
+    /// Hand back a reservation no answer came for.
+    GiveBack {
+        ticket: Ticket,
+        answer: oneshot::Sender<Result<(), StoreError>>,
+    },
 }
 
 impl Change {
-    /// A change that gives back the reservation `ticket`, which no request went on.
-    fn give_back(ticket: Ticket) -> Change {
-        Change::Merge {
-            window: Window::default(),
-            ticket: Some(ticket),
-            now: SystemTime::now(),
-            answer: oneshot::channel().0,
-        }
-    }
-
     /// Whether the change is a reservation nobody waits for any more.
     fn abandoned(&self) -> bool {
         matches!(self, Change::Reserve { answer, .. } if answer.is_closed())
@@ -456,6 +452,10 @@ impl Change {
                 ledger.merge(window, ticket, redis_now);
                 None
             }
+            Change::GiveBack { ticket, .. } => {
+                ledger.give_back(ticket, redis_now);
+                None
+            }
         }
     }
 
@@ -464,7 +464,9 @@ impl Change {
     fn answer(self, applied: Option<Reservation>, redis_now: SystemTime) -> Option<Ticket> {
         // A call that stopped waiting (its gate's deadline passed) takes no answer.
         match (self, applied) {
-            (Change::Merge { answer, .. }, _) => drop(answer.send(Ok(()))),
+            (Change::Merge { answer, .. } | Change::GiveBack { answer, .. }, _) => {
+                drop(answer.send(Ok(())));
+            }
             (
                 Change::Reserve {
                     now, asked, answer, ..
@@ -501,7 +503,9 @@ impl Change {
         let error = error.clone();
         match self {
             Change::Reserve { answer, .. } => drop(answer.send(Err(error))),
-            Change::Merge { answer, .. } => drop(answer.send(Err(error))),
+            Change::Merge { answer, .. } | Change::GiveBack { answer, .. } => {
+                drop(answer.send(Err(error)));
+            }
         }
     }
 }
@@ -544,6 +548,16 @@ impl WindowStore for RedisStore {
                     answer,
                 },
             );
+            answered.await.map_err(StoreError::new)?
+        })
+    }
+
+    /// Handed back at Redis's now, when it writes the ledger: the process's clock is not read.
+    fn give_back(&self, key: &Key, ticket: Ticket, _now: SystemTime) -> StoreFuture<()> {
+        let (answer, answered) = oneshot::channel();
+        let (store, key) = (self.clone(), key.clone());
+        Box::pin(async move {
+            store.ask(&key, Change::GiveBack { ticket, answer });
             answered.await.map_err(StoreError::new)?
         })
     }

@@ -167,7 +167,7 @@ impl Drop for Pass {
             // Its reservation is no longer out: it says nothing else.
             if let (Some(shared), Some(ticket)) = (registry.shared.as_ref(), self.ticket) {
                 let now = registry.clocks().wall(Instant::now());
-                shared.merge(&self.key, Window::default(), Some(ticket), now);
+                shared.give_back(&self.key, ticket, now);
             }
         }
     }

@@ -279,6 +279,18 @@ impl Ledger {
         }
     }
 
+    /// The reservation `ticket` is handed back at `now`, no answer having come: no longer out,
+    /// it says nothing of the limit (as a gate's law takes a request that ended unanswered).
+    pub(crate) fn give_back(&mut self, ticket: Ticket, now: SystemTime) {
+        let tag = self
+            .out
+            .remove(&ticket.get())
+            .and_then(|reserved| reserved.tag);
+        if let Some(tag) = tag {
+            self.learn.abandoned(tag, now);
+        }
+    }
+
     /// Folds in what a response said at `now`, to a request reserved with `ticket` (`None`: one
     /// that went without a reservation), which is no longer out. The later closure stands;
     /// within a window the lowest count. Where the server publishes no quota, the law learns
@@ -584,6 +596,27 @@ mod tests {
             closed_until: Some(until),
             ..Window::default()
         }
+    }
+
+    /// A request whose call was dropped, or whose reservation no call took, is handed back
+    /// unanswered: it says nothing of the limit, as a gate's law takes it. Taken as an
+    /// acceptance, five requests that timed out and a refusal would teach the fleet a burst of
+    /// five the server never accepted (a first refusal teaches only after an acceptance).
+    #[test]
+    fn a_reservation_handed_back_teaches_the_law_no_acceptance() {
+        let now = SystemTime::now();
+        let mut ledger = Ledger::default();
+        let tickets: Vec<Ticket> = (0..6).map(|_| granted(&mut ledger, now)).collect();
+        let heard = now + 20 * MS;
+        for ticket in &tickets[..5] {
+            ledger.give_back(*ticket, heard);
+        }
+        assert_eq!(ledger.out(), 1, "the five are no longer out");
+        ledger.merge(refused(now + SECOND), Some(tickets[5]), heard);
+        assert!(
+            !ledger.learn.is_known(),
+            "the law learned from requests never answered"
+        );
     }
 
     /// A ledger that learned a burst of 5 a window of 1 s: 5 went at `now` and were accepted,

@@ -92,6 +92,11 @@ impl WindowStore for MemoryStore {
         self.with_ledger(key, now, |ledger| ledger.merge(window, ticket, now));
         Box::pin(ready(Ok(())))
     }
+
+    fn give_back(&self, key: &Key, ticket: Ticket, now: SystemTime) -> StoreFuture<()> {
+        self.with_ledger(key, now, |ledger| ledger.give_back(ticket, now));
+        Box::pin(ready(Ok(())))
+    }
 }
 
 #[cfg(test)]

@@ -304,6 +304,14 @@ pub trait WindowStore: Send + Sync + 'static {
         ticket: Option<Ticket>,
         now: SystemTime,
     ) -> StoreFuture<()>;
+
+    /// Hands back the reservation `ticket` at `now`, on which no answer came (its call was
+    /// dropped, or no call took it): it is no longer out, and says nothing of the limit (a
+    /// store whose ledger learns an unpublished limit takes no acceptance from it). By
+    /// default, a [`merge`](WindowStore::merge) of a window that says nothing.
+    fn give_back(&self, key: &Key, ticket: Ticket, now: SystemTime) -> StoreFuture<()> {
+        self.merge(key, Window::default(), Some(ticket), now)
+    }
 }
 
 impl<S: WindowStore + ?Sized> WindowStore for std::sync::Arc<S> {
@@ -319,6 +327,10 @@ impl<S: WindowStore + ?Sized> WindowStore for std::sync::Arc<S> {
         now: SystemTime,
     ) -> StoreFuture<()> {
         (**self).merge(key, window, ticket, now)
+    }
+
+    fn give_back(&self, key: &Key, ticket: Ticket, now: SystemTime) -> StoreFuture<()> {
+        (**self).give_back(key, ticket, now)
     }
 }
 

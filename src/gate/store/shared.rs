@@ -16,7 +16,7 @@ use tokio::runtime::Handle;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::{Instant, Timeout, timeout};
 
-use super::{Reservation, Respects, StoreError, Ticket, Window, WindowStore};
+use super::{Reservation, Respects, StoreError, StoreFuture, Ticket, Window, WindowStore};
 use crate::key::Key;
 
 /// How long a call waits for the store by default: a store on the same network answers within
@@ -77,7 +77,7 @@ impl Shared {
             let reservation = outage.heard(timeout(LATE, asked).await);
             if let Err(Some(Reservation::Granted(ticket))) = answer.send(reservation) {
                 // Nobody waits for it any more: the request it was for is not sent.
-                let given_back = store.merge(&key, Window::default(), Some(ticket), now);
+                let given_back = store.give_back(&key, ticket, now);
                 outage.heard(timeout(LATE, given_back).await);
             }
         });
@@ -93,17 +93,28 @@ impl Shared {
     /// out: it was reserved before, so they are bounded by the requests out then, and a
     /// reservation the store keeps counts as out, holding the fleet's quota, until it lapses.
     pub(crate) fn merge(&self, key: &Key, window: Window, ticket: Option<Ticket>, now: SystemTime) {
-        let Ok(runtime) = Handle::try_current() else {
-            return;
-        };
         if ticket.is_none() && !self.outage.may_ask(Instant::now()) {
             return;
         }
-        let merged = self.store.merge(key, window, ticket, now);
+        self.tell(|store| store.merge(key, window, ticket, now));
+    }
+
+    /// Hands back the reservation `ticket` at `now`, on which no answer came: told even while
+    /// the store is out, as an answer to a reserved request is. Nothing waits for it.
+    pub(crate) fn give_back(&self, key: &Key, ticket: Ticket, now: SystemTime) {
+        self.tell(|store| store.give_back(key, ticket, now));
+    }
+
+    /// Tells the store what `told` asks of it, without waiting.
+    fn tell(&self, told: impl FnOnce(&dyn WindowStore) -> StoreFuture<()>) {
+        let Ok(runtime) = Handle::try_current() else {
+            return;
+        };
+        let told = told(&*self.store);
         let (outage, owed) = (self.outage.clone(), self.untold.owe());
         runtime.spawn(async move {
             let _owed = owed;
-            outage.heard(timeout(LATE, merged).await)
+            outage.heard(timeout(LATE, told).await)
         });
     }
 }
@@ -247,7 +258,6 @@ impl Outage {
 mod tests {
     use super::*;
     use crate::gate::MemoryStore;
-    use crate::gate::store::StoreFuture;
 
     /// A store that never answers, counting the questions it was asked.
     #[derive(Default)]
