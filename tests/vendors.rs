@@ -416,6 +416,104 @@ async fn discord_a_bucket_429_holds_its_route_and_a_global_429_holds_every_route
     assert_eq!(server.count("POST", "/guilds/2"), 4);
 }
 
+/// Discord's global 429 one process meets holds every route of the token in the processes
+/// sharing its store: each of them asks the store only of the bucket its call's route counts
+/// against, so the closure is told under every bucket the process knows, as well as the token's.
+#[tokio::test(start_paused = true)]
+async fn discord_a_global_429_one_process_meets_holds_another_processs_other_routes() {
+    let server = TestServer::start(move |_, path, nth| match (path, nth) {
+        ("/guilds/2", 1) => (429, discord_global()),
+        _ => (200, discord_bucket(path).1),
+    })
+    .await;
+    let store = std::sync::Arc::new(tower_retry_after::store::MemoryStore::new());
+    let process = || {
+        let gates = tower_retry_after::Gates::with_store(store.clone());
+        stack(RateLimitLayer::new().gates(gates))
+    };
+    let (first, second) = (process(), process());
+    // Each process's first answers name the buckets.
+    assert_eq!(
+        status_of(&first, &server, Method::POST, "/guilds/2").await,
+        StatusCode::OK
+    );
+    assert_eq!(
+        status_of(&first, &server, Method::POST, "/channels/1/messages").await,
+        StatusCode::OK
+    );
+    assert_eq!(
+        status_of(&second, &server, Method::POST, "/channels/1/messages").await,
+        StatusCode::OK
+    );
+    let global_at = Instant::now();
+    let refused = tokio::spawn(status_of(&first, &server, Method::POST, "/guilds/2"));
+    tokio::time::sleep(SECOND).await;
+    assert_eq!(
+        server.count("POST", "/guilds/2"),
+        2,
+        "the 429 met, its retry waiting"
+    );
+    assert_eq!(
+        status_of(&second, &server, Method::POST, "/channels/1/messages").await,
+        StatusCode::OK
+    );
+    assert_eq!(refused.await.unwrap(), StatusCode::OK);
+    let channel = server.arrivals("POST", "/channels/1/messages");
+    assert_eq!(channel.len(), 3);
+    assert!(
+        channel[2] - global_at >= 6 * SECOND,
+        "the other process sent into the global limit after {:?}",
+        channel[2] - global_at
+    );
+}
+
+/// An answer naming another limit than its call was gated by (a key's first answer, before
+/// its routes are known) speaks for the limit it names in the processes sharing the store too:
+/// one process's first answer says the guild's bucket is spent, and the other process, which
+/// knows the route's bucket, waits for its reset.
+#[tokio::test(start_paused = true)]
+async fn discord_a_spent_bucket_one_processs_first_answer_names_holds_another_process() {
+    let server = TestServer::start(move |_, path, nth| {
+        let (bucket, mut headers) = discord_bucket(path);
+        if nth == 1 {
+            headers = vec![
+                header("x-ratelimit-limit", 5),
+                header("x-ratelimit-remaining", 0),
+                header("x-ratelimit-reset-after", 5),
+                header("x-ratelimit-bucket", bucket),
+            ];
+        }
+        (200, headers)
+    })
+    .await;
+    let store = std::sync::Arc::new(tower_retry_after::store::MemoryStore::new());
+    let process = || {
+        let gates = tower_retry_after::Gates::with_store(store.clone());
+        stack(RateLimitLayer::new().gates(gates))
+    };
+    let (first, second) = (process(), process());
+    assert_eq!(
+        status_of(&second, &server, Method::POST, "/guilds/2").await,
+        StatusCode::OK
+    );
+    let spent_at = Instant::now();
+    assert_eq!(
+        status_of(&first, &server, Method::POST, "/guilds/2").await,
+        StatusCode::OK,
+        "the first process's first answer: the bucket is spent for 5 s"
+    );
+    assert_eq!(
+        status_of(&second, &server, Method::POST, "/guilds/2").await,
+        StatusCode::OK
+    );
+    let guild = server.arrivals("POST", "/guilds/2");
+    assert!(
+        guild[2] - spent_at >= 5 * SECOND,
+        "sent into the spent bucket after {:?}",
+        guild[2] - spent_at
+    );
+}
+
 /// OpenAI: the token meter spent while requests remain holds the next call until the token
 /// reset; the request meter alone would have let it go.
 #[tokio::test(start_paused = true)]

@@ -27,7 +27,7 @@ use crate::gate::key::terms::Terms;
 use crate::gate::key::tokens::TokenMeters;
 use crate::gate::registry::Table;
 use crate::gate::routes::Known;
-use crate::gate::store::Respects;
+use crate::gate::store::{Respects, Window};
 use crate::key::Key;
 use crate::settings::Settings;
 use crate::throttled::{HeldBy, Throttled};
@@ -130,6 +130,7 @@ impl Call {
                     .lock()
                     .learn(whole, *report, now, registry.capacity);
             }
+            self.share_global(whole, report, now);
             return;
         }
         let Some(group) = said.group() else {
@@ -149,6 +150,7 @@ impl Call {
         registry
             .lock()
             .learn(&limit, *report, now, registry.capacity);
+        self.share(std::iter::once(limit), *report, now);
         *report = Report {
             server_clock: report.server_clock,
             ..Report::default()
@@ -158,6 +160,40 @@ impl Call {
             // calls held behind it go to the gate of their route's limit, where they are
             // counted with every later call, instead of leaving this one uncounted by it.
             registry.update(&self.key, Gate::reroute_waiters);
+        }
+    }
+
+    /// Tells the store the gates share, if they do, of a refusal of the whole key: its closure
+    /// under the whole key and every limit of it this process knows, as other processes'
+    /// calls ask the store only of the limit their route counts against. (The call's own
+    /// limit hears it with the call's answer.) A process that knows a limit this one does not
+    /// meets the refusal itself, once.
+    fn share_global(&self, whole: &Key, report: &Report, now: Instant) {
+        let closure = Report {
+            closed_until: report.closed_until,
+            closed_by: report.closed_by,
+            instructed_until: report.instructed_until,
+            ..Report::default()
+        };
+        let limits = self.gates.routes.limits(whole);
+        let keys = std::iter::once(whole.clone()).chain(limits);
+        self.share(keys.filter(|key| *key != self.key), closure, now);
+    }
+
+    /// Tells the store the gates share, if they do, what `report` says of each of `keys` at
+    /// `now`, where it says anything.
+    fn share(&self, keys: impl Iterator<Item = Key>, report: Report, now: Instant) {
+        let registry = &self.gates.registry;
+        let Some(shared) = registry.shared.as_ref() else {
+            return;
+        };
+        if report.closed_until.is_none() && report.quota.is_none() {
+            return;
+        }
+        let clocks = registry.clocks();
+        let window = Window::from_report(report, &clocks);
+        for key in keys {
+            shared.merge(&key, window, None, clocks.wall(now));
         }
     }
 
