@@ -106,7 +106,8 @@ impl<P> RateLimitLayer<P> {
     /// Whether rate-limited responses (429) are waited out and retried (default: on).
     ///
     /// Off, the layer only observes: it neither sleeps nor retries for a rate-limited response,
-    /// and hands it back with what it read attached.
+    /// nor records it in its gates (shared ones included), and hands it back with what it read
+    /// attached.
     pub fn retry_on_rate_limit(mut self, retry: bool) -> Self {
         self.config.settings.retry_on_rate_limit = retry;
         self
@@ -406,8 +407,10 @@ impl<P> RateLimitLayer<P> {
         self
     }
 
-    /// Shares `gates` with every other layer given them: a 429 seen through any of them holds
-    /// the key's calls through all of them. Layers sharing gates may differ in settings: each
+    /// Shares `gates` with every other layer given them: a 429 seen through any of them that
+    /// waits out rate limits holds the key's calls through all of them (a layer that only
+    /// observes, [`retry_on_rate_limit(false)`](Self::retry_on_rate_limit), records nothing in
+    /// them: it only surfaces what it read). Layers sharing gates may differ in settings: each
     /// call is held only by what its own layer respects (its `retry_after_cap` bounds how long
     /// it waits out a closure or a spent window, beyond which it fails fast, and which paces
     /// hold it; its `respect_remaining` whether quotas do; its `probe_timeout` how long a hung
