@@ -13,8 +13,8 @@
 //! - **No herd when it opens.** One probe goes first, alone. Then the calls that were waiting
 //!   leave at once up to the quota the server reported, at its policy's rate where only that
 //!   is known, or on a ramp (one more out for each healthy answer, never two in the same
-//!   instant) where it said nothing; calls that arrive meanwhile wait behind them, then the
-//!   gate opens. Of the calls held at the gate, at most one is refused per episode (one per
+//!   instant) where it said nothing; calls that arrive meanwhile wait behind them and leave
+//!   the same way, and the gate opens once a call leaves with none behind it. Of the calls held at the gate, at most one is refused per episode (one per
 //!   probe: a probe that outlives `probe_timeout` lets another go), whatever their number;
 //!   requests already in flight when the first 429 arrives were sent before anything was
 //!   known. A retry of any kind meets the gate: a 503's retry, answered while the key is closed
