@@ -12,7 +12,7 @@ use crate::budget::Answer;
 use crate::gate::key::reopening::Pace;
 use crate::gate::key::report::Report;
 use crate::gate::key::tokens::TokenMeters;
-use crate::gate::rules::quota::Quota;
+use crate::gate::rules::quota::{Quota, SAME_WINDOW};
 use crate::gate::time::{ServerClock, after};
 use crate::headers::{RateLimitInfo, ReadHeaders, Unit};
 use crate::settings::Settings;
@@ -239,28 +239,54 @@ fn named_wait(info: &RateLimitInfo, within: Duration) -> Option<(Duration, Named
 /// `horizon`, with that meter's whole quota a window if it says. A meter of another unit than
 /// requests is not spent one a call: it counts only once the server says it is spent, and its
 /// limit says nothing of how many calls a window holds.
+///
+/// The whole quota is what the binding meter's reset restores; a meter of requests whose
+/// window outlasts it still counts then, so the reset restores no more than that meter has
+/// left once the binding meter's own remaining are spent (a second's ten, restored while the
+/// minute has two left, are eight refusals). Readings of one window are not mixed: a meter
+/// resetting within [`SAME_WINDOW`] of the binding one is that window read again.
 fn quota(info: &RateLimitInfo, horizon: Instant) -> Option<Binding> {
-    info.meters()
-        .iter()
-        .filter(|meter| meter.unit() == Unit::Requests || meter.is_exhausted())
-        .filter_map(|meter| {
-            let reset_at = meter.reset_at().filter(|reset_at| *reset_at <= horizon)?;
-            let quota = Quota {
-                remaining: meter.remaining()?,
-                reset_at,
-                second: meter.reset_second(),
-            };
-            let limit = meter.limit().filter(|_| meter.unit() == Unit::Requests);
-            Some(Binding {
-                quota,
-                limit,
-                unit: meter.unit(),
+    let bindings = || {
+        info.meters()
+            .iter()
+            .filter(|meter| meter.unit() == Unit::Requests || meter.is_exhausted())
+            .filter_map(move |meter| {
+                let reset_at = meter.reset_at().filter(|reset_at| *reset_at <= horizon)?;
+                let quota = Quota {
+                    remaining: meter.remaining()?,
+                    reset_at,
+                    second: meter.reset_second(),
+                };
+                let limit = meter.limit().filter(|_| meter.unit() == Unit::Requests);
+                Some(Binding {
+                    quota,
+                    limit,
+                    unit: meter.unit(),
+                })
             })
+    };
+    let mut binding = bindings().min_by_key(|binding| {
+        let quota = binding.quota;
+        (quota.remaining, std::cmp::Reverse(quota.reset_at))
+    })?;
+    let longer_left = bindings()
+        .filter(|other| {
+            // Another window, resetting clearly later (readings of one window, in two header
+            // families, differ by up to `SAME_WINDOW`).
+            other.unit == Unit::Requests
+                && other.quota.reset_at > after(binding.quota.reset_at, SAME_WINDOW)
         })
-        .min_by_key(|binding| {
-            let quota = binding.quota;
-            (quota.remaining, std::cmp::Reverse(quota.reset_at))
+        .map(|other| {
+            other
+                .quota
+                .remaining
+                .saturating_sub(binding.quota.remaining)
         })
+        .min();
+    if let Some(left) = longer_left {
+        binding.limit = binding.limit.map(|limit| limit.min(left));
+    }
+    Some(binding)
 }
 
 /// The token meters that say what is left and reset by `horizon`.
@@ -603,6 +629,65 @@ mod tests {
         let tokens = RateLimitInfo::read(&headers, SystemTime::now(), now, None, &readers);
         assert_eq!(tokens.meters()[0].window(), Some(Duration::from_secs(1)));
         assert_eq!(pace(&tokens, now, CAP), None, "a thousand tokens a second");
+    }
+
+    /// Two named policies, a second's and a minute's: the second's binds (one left against
+    /// the minute's three), and its reset restores its whole quota at once. The minute's count
+    /// still holds then: no more go than the minute has left (DESIGN: never send while the
+    /// known remaining quota is spent by what is in flight; several policies, each its own
+    /// meter).
+    #[test]
+    fn a_shorter_windows_reset_restores_no_more_than_a_longer_window_has_left() {
+        use crate::gate::key::Gate;
+        use crate::gate::key::answer::Arrival;
+        use crate::gate::key::terms::Terms;
+        let now = Instant::now();
+        let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let settings = Settings::default();
+        let mut response = Response::builder()
+            .header(
+                "ratelimit-policy",
+                r#""second";q=10;w=1, "minute";q=100;w=60"#,
+            )
+            .header("ratelimit", r#""second";r=1;t=1, "minute";r=3;t=50"#)
+            .body(())
+            .unwrap();
+        let report = Said::read(&mut response, now, wall, None, &settings, &[]).report(None);
+        let mut gate = Gate::new();
+        let went = |gate: &mut Gate, at: Instant, calls: usize| {
+            let mut admitted = Vec::new();
+            for _ in 0..calls {
+                if let Arrival::Admitted(admission) =
+                    gate.arrive(at, Terms::EVERYTHING, Duration::MAX)
+                {
+                    admitted.push(admission);
+                }
+            }
+            admitted
+        };
+        let first = went(&mut gate, now, 1)
+            .pop()
+            .expect("nothing known: it goes");
+        gate.answered(first, report, now);
+        // The second's one left goes now; the minute then has two left.
+        assert_eq!(went(&mut gate, now, 1).len(), 1);
+        let reset = now + Duration::from_secs(1);
+        let at_reset = went(&mut gate, reset, 20).len();
+        assert!(
+            at_reset <= 2,
+            "{at_reset} went at the second's reset, the minute having two left"
+        );
+        // One window read in two header families is one window: its whole quota stands.
+        let twice = info(&[
+            ("ratelimit-limit", "10"),
+            ("ratelimit-remaining", "5"),
+            ("ratelimit-reset", "10"),
+            ("x-ratelimit-limit", "10"),
+            ("x-ratelimit-remaining", "6"),
+            ("x-ratelimit-reset", "11"),
+        ]);
+        let binding = quota(&twice, now + CAP).unwrap();
+        assert_eq!((binding.quota.remaining, binding.limit), (5, Some(10)));
     }
 
     #[test]
