@@ -379,3 +379,46 @@ fn a_limit_too_large_to_count_is_refused_with_a_reason() {
     assert!(refused.contains("--limit 4294967296"), "{refused}");
     assert_eq!(args.limit, u32::MAX, "the limit read before stands");
 }
+
+/// A cap on requests in flight is held to the time the simulated server holds a request it
+/// accepted (from its verdict to its answer reaching the client): the physical limit's round
+/// is that hold's mean, as the network really takes it, not as it was drawn. The network
+/// sleeps on tokio's timer, which wakes on whole milliseconds: each half of a round trip drawn
+/// in nanoseconds is taken rounded up.
+#[test]
+fn the_in_flight_round_is_the_hold_the_network_really_takes() {
+    sim::paused(async {
+        let args = Args {
+            algorithm: Algorithm::InFlight,
+            ..fifty_workers_on_a_limit_of_twenty()
+        };
+        let started = Instant::now();
+        let network = sim::Network::new(&args, Headers::None, 7);
+        let calls = 40_000;
+        let mut answered = Vec::new();
+        for _ in 0..calls {
+            let request = Request::get("http://api.test/").body(Full::new(Bytes::new()));
+            let response = network.clone().oneshot(request.unwrap()).await.unwrap();
+            assert_eq!(response.status(), StatusCode::OK);
+            answered.push(Instant::now() - started);
+        }
+        let nothing = || Measured {
+            completion: Duration::ZERO,
+            latencies: Vec::new(),
+        };
+        let log = network.outcome(nothing(), 1).log;
+        let held: Duration = answered
+            .iter()
+            .zip(&log)
+            .map(|(&answered, &(arrived, _))| answered - arrived)
+            .sum();
+        let mean_hold = held / calls;
+        // Limit 20: a cap of 5, so a 6th request is one round on.
+        let round = network.outcome(nothing(), 6).physical_limit;
+        let gap = mean_hold.as_secs_f64() - round.as_secs_f64();
+        assert!(
+            gap.abs() < 0.000_2,
+            "the server holds a request {mean_hold:?} on average; a round is {round:?}"
+        );
+    });
+}

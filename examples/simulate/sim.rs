@@ -53,7 +53,7 @@ impl Network {
             args: *args,
             limiter: Arc::new(Mutex::new(
                 Limiter::new(args.algorithm, headers, args.limit, args.window, wall_start)
-                    .holding((args.round_trip.0 + args.round_trip.1) / 4),
+                    .holding(mean_hold(args)),
             )),
             rng: Arc::new(Mutex::new(rng)),
             wall_start,
@@ -64,6 +64,32 @@ impl Network {
     pub fn outcome(&self, measured: workload::Measured, requests: usize) -> Outcome {
         Outcome::new(measured, &self.limiter.lock().unwrap(), requests)
     }
+}
+
+/// How long the server holds a request it accepted, on average: the back half of a round trip
+/// drawn from `args` (`t - t / 2` of a trip `t`), as tokio's timer takes it. That timer wakes
+/// on whole milliseconds, and every call begins on one (the clock starts on one and moves only
+/// to timers), so each half is taken rounded up to a whole millisecond: 25.5 ms for trips of
+/// 20–80 ms, not the 25 ms drawn, which would leave the physical limit of a cap on requests in
+/// flight 2 % below what the network allows.
+fn mean_hold(args: &Args) -> Duration {
+    const MILLISECOND: u128 = 1_000_000;
+    let up = |nanos: u128| nanos.div_ceil(MILLISECOND) * MILLISECOND;
+    let (shortest, longest) = args.round_trip;
+    let (low, high) = (shortest - shortest / 2, longest - longest / 2);
+    let (low, high) = (low.as_nanos(), high.as_nanos());
+    if low == high {
+        return Duration::from_nanos(up(low) as u64);
+    }
+    // Uniform over `low..=high`: each stretch that rounds up to the same millisecond, weighed
+    // by its length.
+    let (mut weighed, mut from) = (0, low);
+    while from < high {
+        let to = ((from / MILLISECOND + 1) * MILLISECOND).min(high);
+        weighed += (to - from) * up(to);
+        from = to;
+    }
+    Duration::from_nanos((weighed / (high - low)) as u64)
 }
 
 impl Service<Request<Full<Bytes>>> for Network {
