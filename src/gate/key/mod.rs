@@ -277,9 +277,6 @@ impl Gate {
             self.window.restore_refused();
         }
         let report = self.learn_from(admitted, report, now);
-        if report.quota.is_none() && admitted.counted {
-            self.window.unreported(admitted.went(), now);
-        }
         if let (Some(before), Some(quota)) = (admitted.last, report.quota) {
             self.window.last_answered(before, quota, admitted.sent, now);
         }
@@ -1557,25 +1554,6 @@ mod tests {
             gate.answered(admission, quota(left, now + 10 * SECOND), now);
         }
         assert_eq!(gate.closed_for(now, Terms::EVERYTHING), Some(10 * SECOND));
-    }
-
-    /// Two were left and two went after that was said: once one answers without meters, the
-    /// server has still counted it, so no third goes while the other is out (DESIGN: never
-    /// send while the known remaining quota is spent by what is in flight; absence is not
-    /// zero, but a request answered was still sent).
-    #[test]
-    fn an_answer_without_meters_still_spent_a_unit_of_the_known_quota() {
-        let now = Instant::now();
-        let mut gate = Gate::new();
-        let first = gate.come(now).unwrap();
-        gate.answered(first, quota(2, now + 60 * SECOND), now);
-        let one = gate.come(now).unwrap();
-        let _other = gate.come(now).unwrap();
-        gate.answered(one, HEALTHY, now);
-        assert!(
-            gate.come(now).is_err(),
-            "two were left, both went: a third waits for the other's answer or the reset"
-        );
     }
 
     #[test]

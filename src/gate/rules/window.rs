@@ -203,24 +203,6 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
         true
     }
 
-    /// A request that went in `epoch` when `seen` reports were taken in was answered at `now`
-    /// without a report of the window: the server counted it all the same. Where it went after
-    /// the lowest figure known was taken in (or on what a reset restored), that figure cannot
-    /// have counted it, and one unit less is left: its answer takes it out of what is out, not
-    /// out of the count.
-    pub(crate) fn unreported(&mut self, (epoch, seen): (u64, Option<u32>), now: T) {
-        let Some(mut quota) = self.quota(now) else {
-            return;
-        };
-        let after_lowest = self.restored
-            || seen.is_some_and(|seen| self.lowest_by.is_none_or(|by| went_after(seen, by)));
-        if epoch < self.epoch || !after_lowest {
-            return;
-        }
-        quota.remaining = quota.remaining.saturating_sub(1);
-        self.quota = Some(quota);
-    }
-
     /// A request that went on a quota a reset restored was refused: until a window's first
     /// report shows the whole quota, resets restore nothing, and each new window's first
     /// request probes.
