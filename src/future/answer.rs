@@ -206,14 +206,11 @@ where
             if said.names_a_limit() {
                 gate.learn_limit(self.request.uri.path(), said, &mut report, now);
             }
-            if let Some(tokens) = said.tokens() {
-                gate.take_tokens(tokens, now);
-            }
             if let Some(quota) = report.quota {
                 telemetry::remaining(gate.key(), quota.remaining);
             }
         }
-        let (held, episode) = pass.answered(report, now, retry);
+        let (held, episode) = pass.answered(report, said.tokens(), now, retry);
         if let Some((episode, gate)) = episode.zip(self.gate.as_ref()) {
             self.episode(gate.key(), episode);
         }

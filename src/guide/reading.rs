@@ -35,8 +35,9 @@
 //!   calls (one call is not one token), and hold calls once the server says one is spent, until
 //!   its reset. A call that declares what it will spend (`TokenCost` as a request extension:
 //!   `Request::post(url).extension(TokenCost::new(input, max_output))`) spends it at its gate
-//!   against the meters the server last reported, so calls in flight together never spend one
-//!   count twice; one the meters cannot pay for waits for the reset instead of being refused.
+//!   against the meters the server last reported, and it stays spent until its answer, whatever
+//!   count the server gives meanwhile, so calls in flight together never spend one count twice;
+//!   one the meters cannot pay for waits for the reset instead of being refused.
 //! - **Limits a server names** (GitHub's resource, Discord's bucket) refine the key: a route's
 //!   later calls wait only at its own limit's gate, so a spent search quota does not hold the core
 //!   API. The first answer on a route names it; at most 4,096 routes are remembered, so a server

@@ -24,7 +24,6 @@ use crate::gate::key::Gate;
 use crate::gate::key::answer::{Admission, Arrival};
 use crate::gate::key::report::Report;
 use crate::gate::key::terms::Terms;
-use crate::gate::key::tokens::TokenMeters;
 use crate::gate::registry::Table;
 use crate::gate::routes::Known;
 use crate::gate::store::{Respects, Window};
@@ -194,13 +193,6 @@ impl Call {
         let window = Window::from_report(report, &clocks);
         for key in keys {
             shared.merge(&key, window, None, clocks.wall(now));
-        }
-    }
-
-    /// What a response said of the key's token meters.
-    pub(crate) fn take_tokens(&self, reported: &TokenMeters, now: Instant) {
-        if let Some(gate) = self.gates.registry.lock().gates.get_mut(&self.key) {
-            gate.take_tokens(reported, now);
         }
     }
 
@@ -429,6 +421,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_waiter_at_another_limit_is_not_let_through_while_a_global_refusal_holds() {
         use crate::gate::call::NotYet;
+        use crate::gate::key::tokens::TokenMeters;
         const SECOND: Duration = Duration::from_secs(1);
         let gates = Gates::default();
         let whole = Key::named("api");
@@ -453,10 +446,10 @@ mod tests {
         assert!(said.is_global());
         let mut report = said.report(Some(now + 30 * SECOND));
         on_a.learn_limit("/a", &said, &mut report, now);
-        refused.answered(report, now, None);
+        refused.answered(report, &TokenMeters::NONE, now, None);
         // b's probe comes back healthy a moment later.
         let later = now + SECOND;
-        probe.answered(Report::default(), later, None);
+        probe.answered(Report::default(), &TokenMeters::NONE, later, None);
         assert!(
             matches!(call().enter(later, budget, "/b"), Entered::NotBefore(..)),
             "a call arriving on b meets the global closure"

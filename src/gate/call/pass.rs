@@ -12,10 +12,12 @@ use crate::gate::Gates;
 use crate::gate::key::answer::{Admission, Episode, Hold, Look};
 use crate::gate::key::report::Report;
 use crate::gate::key::terms::Terms;
+use crate::gate::key::tokens::TokenMeters;
 use crate::gate::store::{Ticket, Window};
 use crate::key::Key;
 use crate::telemetry;
 use crate::throttled::{HeldBy, Throttled};
+use crate::tokens::TokenCost;
 
 /// A request let through a gate. What its response says must be recorded; if no response
 /// comes (the call was dropped, or failed in transport), dropping the pass tells the gate so.
@@ -87,6 +89,11 @@ impl Pass {
         self.ticket = Some(ticket);
     }
 
+    /// What its call declared it spends of the token meters, where its gate counted it out.
+    fn spent(&self) -> Option<TokenCost> {
+        self.terms.cost.filter(|_| self.admission.counted)
+    }
+
     /// What the server's clock read at least at `now`, as the gate knew it when the request
     /// went: a tighter reading of the response's epoch resets than its own `Date`.
     pub(crate) fn server_floor(&self, now: Instant) -> Option<std::time::SystemTime> {
@@ -113,12 +120,16 @@ impl Pass {
     pub(crate) fn answered(
         mut self,
         report: Report,
+        tokens: &TokenMeters,
         now: Instant,
         retry: Option<Retry>,
     ) -> (Held, Option<Episode>) {
         self.open = false;
         let registry = &self.gates.registry;
         let mut table = registry.lock();
+        if let Some(gate) = table.gates.get_mut(&self.key) {
+            gate.take_tokens(tokens, self.spent(), now);
+        }
         let (wakes, episode, judged) =
             table.answered(&self.key, self.admission, report, now, registry.capacity);
         // Looked up again only for a retry to hold: most answers have none.
@@ -163,7 +174,11 @@ impl Drop for Pass {
             let admission = self.admission;
             let registry = &self.gates.registry;
             let now = Instant::now();
-            registry.update(&self.key, |gate| gate.abandoned(admission, now));
+            let spent = self.spent();
+            registry.update(&self.key, |gate| {
+                gate.abandoned(admission, now);
+                gate.take_tokens(&TokenMeters::NONE, spent, now);
+            });
             // Its reservation is no longer out: it says nothing else.
             if let (Some(shared), Some(ticket)) = (registry.shared.as_ref(), self.ticket) {
                 let now = registry.clocks().wall(Instant::now());
@@ -339,7 +354,8 @@ mod tests {
             instructed: Some(wait),
             budget: 120 * SECOND,
         };
-        pass.answered(refusal, now, Some(retry)).0
+        pass.answered(refusal, &TokenMeters::NONE, now, Some(retry))
+            .0
     }
 
     /// The call refused takes its place in the same critical section that closes the gate, so
@@ -388,7 +404,7 @@ mod tests {
         };
         assert_eq!(behind_the_first.throttled(now).held_by(), HeldBy::Queue);
         drop(behind_the_first);
-        first.answered(Report::default(), now, None);
+        first.answered(Report::default(), &TokenMeters::NONE, now, None);
         // Accepted, then refused without an instruction: the law has learned a limit.
         let Entered::Admitted(refused) = enter(&gates, "a", now) else {
             panic!("the gate of a is not open");
@@ -398,7 +414,7 @@ mod tests {
             closed_until: Some(now + SECOND),
             ..Report::default()
         };
-        refused.answered(guess, now, None);
+        refused.answered(guess, &TokenMeters::NONE, now, None);
         let later = now + 2 * SECOND;
         let Entered::Admitted(_out) = enter(&gates, "a", later) else {
             panic!("the closure is over");
@@ -441,7 +457,7 @@ mod tests {
             let Entered::Admitted(pass) = enter(&gates, "a", now) else {
                 panic!("the gate of a is not open");
             };
-            pass.answered(report, now, None);
+            pass.answered(report, &TokenMeters::NONE, now, None);
             told[0].load(Ordering::Relaxed)
         };
         assert_eq!(answer(Report::default()), 0, "nothing worth sharing");

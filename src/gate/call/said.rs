@@ -98,9 +98,9 @@ impl Said {
         said
     }
 
-    /// The token meters the response reported, if any.
-    pub(crate) fn tokens(&self) -> Option<&TokenMeters> {
-        self.tokens.as_deref()
+    /// The token meters the response reported ([`TokenMeters::NONE`] where none).
+    pub(crate) fn tokens(&self) -> &TokenMeters {
+        self.tokens.as_deref().unwrap_or(&TokenMeters::NONE)
     }
 
     /// Whether the response named the limit it counted against, or refused for every limit:

@@ -41,12 +41,13 @@ use crate::gate::rules::quota::Quota;
 use crate::gate::rules::window::ReportedWindow;
 use crate::gate::time::{ServerClock, after};
 use crate::throttled::HeldBy;
+use crate::tokens::TokenCost;
 use answer::{Admission, Arrival, Closed, Hold, Look};
 use queue::Queues;
 use reopening::{Release, Reopening};
 use report::Report;
 use terms::Terms;
-use tokens::TokenMeters;
+use tokens::{KnownTokens, TokenMeters};
 
 /// How long a gate that owes a probe is remembered after its closure ended, with nobody
 /// waiting: long enough for calls arriving soon after to be let out one at a time.
@@ -67,7 +68,7 @@ pub(crate) struct Gate {
     /// The tightest bound of the server's clock its responses gave.
     server_clock: Option<ServerClock>,
     /// The key's token meters, less what calls declaring their cost spent.
-    tokens: TokenMeters,
+    tokens: KnownTokens,
     queues: Queues,
 }
 
@@ -289,9 +290,19 @@ impl Gate {
         }
     }
 
-    /// Takes in what a response said of the key's token meters.
-    pub(crate) fn take_tokens(&mut self, reported: &TokenMeters, now: Instant) {
+    /// Takes in what a response said of the key's token meters ([`TokenMeters::NONE`] where
+    /// it said nothing of them); where it answers a call this gate counted out that declared
+    /// it `spent` them, or where such a call ended unanswered, what it spent is no longer out.
+    pub(crate) fn take_tokens(
+        &mut self,
+        reported: &TokenMeters,
+        spent: Option<TokenCost>,
+        now: Instant,
+    ) {
         self.tokens.take_in(*reported, now);
+        if let Some(cost) = spent {
+            self.tokens.settle(cost, reported);
+        }
     }
 
     /// Spends what a call with `terms` leaving the gate declared of the token meters, or says
@@ -594,7 +605,6 @@ mod tests {
     use super::*;
     use crate::gate::time::after;
     use crate::headers::Unit;
-    use crate::tokens::TokenCost;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::task::Wake;
@@ -2521,7 +2531,7 @@ mod tests {
             second: None,
         };
         meters.add(Unit::Tokens, quota);
-        gate.take_tokens(&meters, now);
+        gate.take_tokens(&meters, None, now);
         gate
     }
 
@@ -2557,6 +2567,55 @@ mod tests {
         );
     }
 
+    /// What a call declared stays spent while it is out, whatever another answer says: its
+    /// answer without the meter, or none at all, takes it off the figure.
+    #[test]
+    fn a_calls_declared_tokens_stay_spent_until_its_answer_says_otherwise() {
+        let now = Instant::now();
+        let tokens = |left: u64| {
+            let mut meters = TokenMeters::default();
+            let reset_at = now + 60 * SECOND;
+            meters.add(
+                Unit::Tokens,
+                Quota {
+                    remaining: left,
+                    reset_at,
+                    second: None,
+                },
+            );
+            meters
+        };
+        let short = |gate: &mut Gate, cost: u64| {
+            matches!(
+                gate.arrive(now, costing(cost), Duration::MAX),
+                Arrival::Short { .. }
+            )
+        };
+        let mut gate = knowing_tokens(10_000, 60 * SECOND, now);
+        let big = gate.arrive_as(now, costing(9_000)).unwrap();
+        gate.arrive_as(now, costing(400)).unwrap();
+        // The small call's answer counts another's 100 and itself, not the big call out.
+        gate.take_tokens(&tokens(9_500), Some(TokenCost::new(400, 0)), now);
+        assert!(short(&mut gate, 1_000), "9 500 less the 9 000 out");
+        // The big call ends without an answer: the server may have counted it.
+        gate.abandoned(big, now);
+        gate.take_tokens(&TokenMeters::NONE, Some(TokenCost::new(9_000, 0)), now);
+        assert!(short(&mut gate, 1_000), "500 left");
+        // No longer out, it spends nothing of the next window.
+        let mut next = TokenMeters::default();
+        let reset_at = now + 120 * SECOND;
+        next.add(
+            Unit::Tokens,
+            Quota {
+                remaining: 10_000,
+                reset_at,
+                second: None,
+            },
+        );
+        gate.take_tokens(&next, None, now);
+        assert!(gate.arrive_as(now, costing(10_000)).is_ok());
+    }
+
     #[test]
     fn a_call_released_after_waiting_spends_its_tokens_too() {
         let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 0);
@@ -2569,7 +2628,7 @@ mod tests {
                 second: None,
             },
         );
-        gate.take_tokens(&meters, now);
+        gate.take_tokens(&meters, None, now);
         assert!(ids.is_empty());
         let first = gate.arrive(now, costing(300), Duration::MAX);
         let second = gate.arrive(now, costing(300), Duration::MAX);

@@ -1,11 +1,14 @@
 //! A key's token meters as its gate knows them: what the server last said of each (tokens,
-//! input tokens, output tokens), less what calls that declared their cost ([`TokenCost`]) have
-//! spent since. Pure.
+//! input tokens, output tokens), less what calls that declared their cost ([`TokenCost`]) and
+//! are still out have spent. Pure.
 //!
-//! What the server says folds in by the one rule of `quota::fold`; what a call spends is taken
-//! off at once, so that calls in flight together never spend one count twice. The server's
-//! next count may be higher (it has not seen those calls yet, or the meter replenished): within
-//! one window the lower figure stands, which is never early.
+//! What the server says folds in by the one rule of `quota::fold`: within one window the lower
+//! figure stands, which is never early. What a call spends is counted out from when it leaves
+//! the gate until its answer, so that calls in flight together never spend one count twice, and
+//! a figure the server gave before it counted them (another call's answer, or a meter whose
+//! reset moves as it is spent, read as a new window) leaves them spent all the same. Its answer
+//! counted it where it reports the meter; where it does not, or no answer came, the server may
+//! have counted it all the same: the figure loses it.
 
 use tokio::time::Instant;
 
@@ -68,43 +71,79 @@ impl TokenMeters {
             };
         }
     }
-
-    /// Spends `cost` if every meter it draws on has that much left; otherwise spends nothing
-    /// and says when the last meter lacking it resets, and that meter's unit.
-    pub(crate) fn spend(&mut self, cost: TokenCost, now: Instant) -> Result<(), (Instant, Unit)> {
-        for known in &mut self.0 {
-            if known.is_some_and(|quota| quota.reset_at <= now) {
-                *known = None;
-            }
-        }
-        let short = self
-            .0
-            .iter()
-            .enumerate()
-            .filter_map(|(slot, known)| Some((slot, (*known)?)))
-            .filter(|(slot, quota)| Self::spent_by(*slot, cost) > quota.remaining)
-            .map(|(slot, quota)| (quota.reset_at, UNITS[slot]))
-            .max_by_key(|(reset_at, _)| *reset_at);
-        if let Some(short) = short {
-            return Err(short);
-        }
-        for (slot, known) in self.0.iter_mut().enumerate() {
-            if let Some(quota) = known {
-                quota.remaining -= Self::spent_by(slot, cost);
-            }
-        }
-        Ok(())
-    }
-
-    /// Whether any meter's window is still current.
-    pub(super) fn is_known(&self, now: Instant) -> bool {
-        self.0.iter().flatten().any(|quota| quota.reset_at > now)
-    }
 }
 
 impl Default for TokenMeters {
     fn default() -> Self {
         TokenMeters::NONE
+    }
+}
+
+/// A key's token meters as its gate knows them, and what the calls still out spend of each.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct KnownTokens {
+    meters: TokenMeters,
+    out: [u64; 3],
+}
+
+impl KnownTokens {
+    /// Folds in what a response said of each meter, dropping meters whose window is over.
+    pub(super) fn take_in(&mut self, reported: TokenMeters, now: Instant) {
+        self.meters.take_in(reported, now);
+    }
+
+    /// Spends `cost` if every meter it draws on has that much left, less what the calls out
+    /// spend of it; otherwise spends nothing and says when the last meter lacking it resets,
+    /// and that meter's unit.
+    pub(crate) fn spend(&mut self, cost: TokenCost, now: Instant) -> Result<(), (Instant, Unit)> {
+        for known in &mut self.meters.0 {
+            if known.is_some_and(|quota| quota.reset_at <= now) {
+                *known = None;
+            }
+        }
+        let short = self
+            .meters
+            .0
+            .iter()
+            .zip(self.out)
+            .enumerate()
+            .filter_map(|(slot, (known, out))| Some((slot, (*known)?, out)))
+            .filter(|(slot, quota, out)| {
+                TokenMeters::spent_by(*slot, cost) > quota.remaining.saturating_sub(*out)
+            })
+            .map(|(slot, quota, _)| (quota.reset_at, UNITS[slot]))
+            .max_by_key(|(reset_at, _)| *reset_at);
+        if let Some(short) = short {
+            return Err(short);
+        }
+        for (slot, out) in self.out.iter_mut().enumerate() {
+            *out = out.saturating_add(TokenMeters::spent_by(slot, cost));
+        }
+        Ok(())
+    }
+
+    /// The call that spent `cost` is no longer out: answered with `reported` (its answer's
+    /// meters, [`TokenMeters::NONE`] where it reported none or none came). A meter its answer
+    /// reported counted it; any other figure may not have, and loses it.
+    pub(super) fn settle(&mut self, cost: TokenCost, reported: &TokenMeters) {
+        for (slot, (out, known)) in self.out.iter_mut().zip(&mut self.meters.0).enumerate() {
+            let spent = TokenMeters::spent_by(slot, cost);
+            *out = out.saturating_sub(spent);
+            if reported.0[slot].is_none() {
+                if let Some(quota) = known {
+                    quota.remaining = quota.remaining.saturating_sub(spent);
+                }
+            }
+        }
+    }
+
+    /// Whether any meter's window is still current.
+    pub(super) fn is_known(&self, now: Instant) -> bool {
+        self.meters
+            .0
+            .iter()
+            .flatten()
+            .any(|quota| quota.reset_at > now)
     }
 }
 
@@ -133,7 +172,7 @@ mod tests {
     #[test]
     fn calls_spend_what_they_declare_until_a_meter_lacks_it() {
         let now = Instant::now();
-        let mut known = TokenMeters::default();
+        let mut known = KnownTokens::default();
         known.take_in(meters(now, &[(Unit::Tokens, 1_000, 10)]), now);
         assert_eq!(known.spend(TokenCost::new(300, 300), now), Ok(()));
         assert_eq!(known.spend(TokenCost::new(200, 200), now), Ok(()));
@@ -159,7 +198,7 @@ mod tests {
     #[test]
     fn input_and_output_meters_are_spent_by_their_own_part_and_the_later_reset_binds() {
         let now = Instant::now();
-        let mut known = TokenMeters::default();
+        let mut known = KnownTokens::default();
         let readings = [(Unit::InputTokens, 1_000, 5), (Unit::OutputTokens, 100, 20)];
         known.take_in(meters(now, &readings), now);
         assert_eq!(known.spend(TokenCost::new(900, 100), now), Ok(()));
@@ -178,14 +217,67 @@ mod tests {
     #[test]
     fn a_higher_count_within_the_window_does_not_undo_what_calls_spent() {
         let now = Instant::now();
-        let mut known = TokenMeters::default();
+        let mut known = KnownTokens::default();
         known.take_in(meters(now, &[(Unit::Tokens, 1_000, 10)]), now);
-        known.spend(TokenCost::new(900, 0), now).unwrap();
+        let cost = TokenCost::new(900, 0);
+        known.spend(cost, now).unwrap();
         known.take_in(meters(now, &[(Unit::Tokens, 1_000, 10)]), now);
         assert!(known.spend(TokenCost::new(200, 0), now).is_err());
-        // A later reset is the next window: its count stands.
-        known.take_in(meters(now, &[(Unit::Tokens, 1_000, 30)]), now);
+        // A later reset is the next window (or a bucket's reset that moves as it is spent):
+        // its count stands, less what the call still out spends of it.
+        let next = meters(now, &[(Unit::Tokens, 1_000, 30)]);
+        known.take_in(next, now);
+        assert!(known.spend(TokenCost::new(200, 0), now).is_err());
+        // Its answer reports the meter: it counted the call, which is no longer out.
+        known.settle(cost, &next);
         assert_eq!(known.spend(TokenCost::new(200, 0), now), Ok(()));
+    }
+
+    /// A call spent 9 000 of 10 000 and is still out; another call's answer then says 9 500
+    /// are left: the server counted 500 of someone else's and not yet the 9 000 out, so 500
+    /// are left for new calls, not 1 000.
+    #[test]
+    fn a_lower_count_that_has_not_seen_the_calls_out_leaves_them_spent_from_it() {
+        let now = Instant::now();
+        let mut known = KnownTokens::default();
+        known.take_in(meters(now, &[(Unit::Tokens, 10_000, 60)]), now);
+        assert_eq!(known.spend(TokenCost::new(9_000, 0), now), Ok(()));
+        known.take_in(meters(now, &[(Unit::Tokens, 9_500, 60)]), now);
+        assert_eq!(
+            known.spend(TokenCost::new(1_000, 0), now),
+            Err((now + 60 * SECOND, Unit::Tokens)),
+            "9 500 left less the 9 000 out is 500"
+        );
+        assert_eq!(known.spend(TokenCost::new(500, 0), now), Ok(()));
+    }
+
+    /// A call answered without the meter, or never answered, may have been counted all the
+    /// same: the figure it was not counted in loses what it spent; a meter its answer did
+    /// report counted it.
+    #[test]
+    fn a_call_settled_without_its_meter_reported_is_taken_off_the_figure() {
+        let now = Instant::now();
+        let readings = [
+            (Unit::InputTokens, 1_000, 60),
+            (Unit::OutputTokens, 1_000, 60),
+        ];
+        let mut known = KnownTokens::default();
+        known.take_in(meters(now, &readings), now);
+        let cost = TokenCost::new(600, 600);
+        known.spend(cost, now).unwrap();
+        // Its answer reported the input meter only (as counted: 400 left).
+        let answer = meters(now, &[(Unit::InputTokens, 400, 60)]);
+        known.take_in(answer, now);
+        known.settle(cost, &answer);
+        assert_eq!(known.spend(TokenCost::new(400, 400), now), Ok(()));
+        assert!(
+            known.spend(TokenCost::new(1, 0), now).is_err(),
+            "input spent"
+        );
+        assert!(
+            known.spend(TokenCost::new(0, 1), now).is_err(),
+            "output spent"
+        );
     }
 
     #[test]
@@ -197,7 +289,7 @@ mod tests {
             (Unit::Requests, 1, 10),
             (Unit::Other, 0, 10),
         ];
-        let mut known = TokenMeters::default();
+        let mut known = KnownTokens::default();
         known.take_in(meters(now, &readings), now);
         assert!(known.spend(TokenCost::new(51, 0), now).is_err());
         assert_eq!(known.spend(TokenCost::new(50, 0), now), Ok(()));
@@ -207,7 +299,7 @@ mod tests {
     fn each_token_meter_is_spent_by_its_own_part_of_the_cost_alone() {
         let now = Instant::now();
         let readings = [(Unit::InputTokens, 100, 5), (Unit::OutputTokens, 100, 20)];
-        let mut known = TokenMeters::default();
+        let mut known = KnownTokens::default();
         known.take_in(meters(now, &readings), now);
         assert_eq!(
             known.spend(TokenCost::new(150, 0), now),
@@ -225,7 +317,7 @@ mod tests {
     #[test]
     fn a_meter_is_known_until_its_reset() {
         let now = Instant::now();
-        let mut known = TokenMeters::default();
+        let mut known = KnownTokens::default();
         assert!(!known.is_known(now));
         known.take_in(meters(now, &[(Unit::Tokens, 0, 10)]), now);
         assert!(known.is_known(now));
@@ -236,7 +328,7 @@ mod tests {
     #[test]
     fn a_report_whose_window_ends_now_leaves_the_current_meter_as_it_is() {
         let now = Instant::now();
-        let mut known = TokenMeters::default();
+        let mut known = KnownTokens::default();
         known.take_in(meters(now, &[(Unit::Tokens, 100, 10)]), now);
         known.take_in(meters(now, &[(Unit::Tokens, 0, 0)]), now);
         assert_eq!(
@@ -253,7 +345,7 @@ mod tests {
             [(Unit::Tokens, 0, 10), (Unit::Tokens, 0, 60)],
             [(Unit::Tokens, 0, 60), (Unit::Tokens, 0, 10)],
         ] {
-            let mut known = TokenMeters::default();
+            let mut known = KnownTokens::default();
             known.take_in(meters(now, &readings), now);
             assert_eq!(
                 known.spend(TokenCost::new(1, 0), now),
