@@ -20,10 +20,12 @@ pub(super) fn read<'a>(fields: &Fields<'a>, clock: &ResponseClock, found: &mut F
             .next()
             .filter(|name| is_group_name(name))
             .map(Cow::Borrowed),
+        // Lines that disagree: the latest, as every reset is read, never early.
         reset: fields
             .lines(Name::RateLimitResetTime)
-            .find_map(parse_http_date)
-            .map(|at| clock.until(at)),
+            .filter_map(parse_http_date)
+            .map(|at| clock.until(at))
+            .max(),
         ..Reading::default()
     };
     // The current window is the IETF reader's unnamed reading, the first of the response's.
@@ -35,5 +37,36 @@ pub(super) fn read<'a>(fields: &Fields<'a>, clock: &ResponseClock, found: &mut F
         Some(current) => current.merge(own),
         None if own != Reading::default() => found.readings.push(own),
         None => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::{HeaderMap, HeaderValue};
+    use std::time::{Duration, UNIX_EPOCH};
+
+    /// Duplicated `RateLimit-ResetTime` lines that disagree (a proxy that appends its own, a
+    /// cache that merges two responses) are one reset, read as the latest: as every other
+    /// reset is (DESIGN: "that disagree, the most restrictive ... latest reset"), never early.
+    #[test]
+    fn reset_times_that_disagree_give_the_latest() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "date",
+            HeaderValue::from_static("Tue, 14 Nov 2023 22:13:20 GMT"),
+        );
+        for line in [
+            "Tue, 14 Nov 2023 22:14:20 GMT",
+            "Tue, 14 Nov 2023 22:15:20 GMT",
+        ] {
+            headers.append("ratelimit-resettime", HeaderValue::from_static(line));
+        }
+        let fields = Fields::new(&headers);
+        let clock = ResponseClock::read(&fields, UNIX_EPOCH + Duration::from_secs(1_700_000_000));
+        let mut found = Found::default();
+        read(&fields, &clock, &mut found);
+        assert_eq!(found.readings.len(), 1);
+        assert_eq!(found.readings[0].reset, Some(Duration::from_secs(120)));
     }
 }
