@@ -121,3 +121,92 @@ async fn calls_turned_away_at_a_closed_gate_are_counted_as_failed_fast() {
     let closed = value(&export, "tower_retry_after_closed_seconds");
     assert!((3600.0..3700.0).contains(&closed), "{closed}");
 }
+
+/// Ten calls to a server that names the limit each answer counts against (GitHub's
+/// `x-ratelimit-resource`), the first alone: the nine held behind it wait at the gate until
+/// its answer, then go to the gate of the limit it named. Each of their waits is in the
+/// histogram, as in what the call says it cost.
+#[tokio::test(start_paused = true)]
+async fn a_wait_at_a_gate_the_call_left_for_its_limits_is_recorded() {
+    let prometheus = Prometheus::default();
+    let _installed = metrics::set_default_local_recorder(&prometheus);
+    let service =
+        RateLimitLayer::new().layer(tower::service_fn(|_request: Request<String>| async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let reset = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs()
+                + 3600;
+            let response = Response::builder()
+                .header("x-ratelimit-resource", "core")
+                .header("x-ratelimit-limit", "5000")
+                .header("x-ratelimit-remaining", "4000")
+                .header("x-ratelimit-reset", reset.to_string());
+            Ok::<_, tower::BoxError>(response.body(String::new()).unwrap())
+        }));
+    let calls: Vec<_> = (0..10)
+        .map(|_| {
+            let request = Request::get("https://api.test/v1/items")
+                .body(String::new())
+                .unwrap();
+            tokio::spawn(service.clone().oneshot(request))
+        })
+        .collect();
+    let mut waited = Duration::ZERO;
+    let mut waits = 0;
+    for call in calls {
+        let response = call.await.unwrap().unwrap();
+        let cost = *response
+            .extensions()
+            .get::<tower_retry_after::CallCost>()
+            .unwrap();
+        if cost.waited() > Duration::ZERO {
+            waits += 1;
+            waited += cost.waited();
+        }
+    }
+    assert_eq!(waits, 9, "the nine behind the first waited");
+    let export = prometheus.render();
+    assert_eq!(
+        value(&export, "tower_retry_after_wait_seconds_count"),
+        9.0,
+        "{export}"
+    );
+    let sum = value(&export, "tower_retry_after_wait_seconds_sum");
+    assert!(
+        (sum - waited.as_secs_f64()).abs() < 0.01,
+        "{sum} vs {waited:?}"
+    );
+}
+
+/// One call to a server that names the limit its answer counts against: the quota it says is
+/// left is that limit's gauge, from its first answer on.
+#[tokio::test(start_paused = true)]
+async fn the_first_answer_that_names_its_limit_sets_that_limits_remaining() {
+    let prometheus = Prometheus::default();
+    let _installed = metrics::set_default_local_recorder(&prometheus);
+    let service =
+        RateLimitLayer::new().layer(tower::service_fn(|_request: Request<String>| async move {
+            let reset = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs()
+                + 3600;
+            let response = Response::builder()
+                .header("x-ratelimit-resource", "core")
+                .header("x-ratelimit-limit", "5000")
+                .header("x-ratelimit-remaining", "4321")
+                .header("x-ratelimit-reset", reset.to_string());
+            Ok::<_, tower::BoxError>(response.body(String::new()).unwrap())
+        }));
+    let request = Request::get("https://api.test/v1/items")
+        .body(String::new())
+        .unwrap();
+    service.oneshot(request).await.unwrap();
+    let export = prometheus.render();
+    assert!(
+        export.contains(r#"tower_retry_after_remaining{key="https://api.test [core]"} 4321"#),
+        "{export}"
+    );
+}

@@ -754,3 +754,151 @@ async fn each_round_the_learning_law_judged_is_a_trace_event_with_its_key_and_wh
         "each told once: {rounds:?}"
     );
 }
+
+/// GitHub names the limit each answer counts against (`x-ratelimit-resource`). A key's first
+/// answer, a 429 of its `core` limit for 2 s, closes that limit: an episode the operator is
+/// told of, once closed and once reopened, in the event and through the hook.
+#[tokio::test(start_paused = true)]
+async fn a_refusal_that_names_its_limit_is_an_episode_closed_before_it_reopens() {
+    let (_, inner) = numbered(|nth| {
+        let response = if nth == 1 {
+            Response::builder()
+                .status(429)
+                .header("retry-after", "2")
+                .header("x-ratelimit-resource", "core")
+        } else {
+            Response::builder()
+                .status(200)
+                .header("x-ratelimit-resource", "core")
+        };
+        Ok(response.body(String::new()).unwrap())
+    });
+    let notices = Arc::new(Mutex::new(Vec::new()));
+    let told = notices.clone();
+    let layer = RateLimitLayer::new().on_rate_limit(move |notice: &Notice<'_>| {
+        let kind = format!("{notice:?}");
+        told.lock()
+            .unwrap()
+            .push(kind.split(' ').next().unwrap().to_owned());
+        true
+    });
+    let service = layer.layer(inner);
+    let (events, ()) = events_of(async {
+        let response = service.oneshot(get()).await.unwrap();
+        assert_eq!(response.status(), 200);
+    })
+    .await;
+    let episodes: Vec<&str> = named(&events, "rate-limit episode")
+        .iter()
+        .map(|event| event["episode"].as_str())
+        .collect();
+    assert_eq!(episodes, ["closed", "reopened"], "{events:#?}");
+    let notices = notices.lock().unwrap().clone();
+    let turns: Vec<&String> = notices.iter().filter(|n| *n != "Wait").collect();
+    assert_eq!(turns, ["Closed", "Reopened"], "{notices:?}");
+}
+
+/// Two calls out at once: the first is refused for 30 s, the second, a moment later, for 2 s.
+/// The second's retry waits at the gate the first closed, 30 s, not the 2 s its own answer
+/// named: the hook that allows waits of ten seconds at most is told that wait, and vetoes it.
+#[tokio::test(start_paused = true)]
+async fn the_hook_is_told_the_wait_a_retry_held_at_the_gate_takes() {
+    let (received, inner) = numbered(|nth| {
+        let response = match nth {
+            1 => Response::builder().status(429).header("retry-after", "30"),
+            2 => Response::builder().status(429).header("retry-after", "2"),
+            _ => Response::builder().status(200),
+        };
+        Ok(response.body(String::new()).unwrap())
+    });
+    let inner = tower::ServiceBuilder::new()
+        .and_then(|response: Response<String>| async move {
+            let delay = if response.status() == 429 { 10 } else { 0 };
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+            Ok::<_, tower::BoxError>(response)
+        })
+        .service(inner);
+    let told = Arc::new(Mutex::new(Vec::new()));
+    let waits = told.clone();
+    let layer =
+        RateLimitLayer::new()
+            .slow_start(false)
+            .on_rate_limit(move |notice: &Notice<'_>| match notice {
+                Notice::Wait { wait, .. } => {
+                    waits.lock().unwrap().push(*wait);
+                    *wait <= Duration::from_secs(10)
+                }
+                _ => true,
+            });
+    let service = layer.layer(inner);
+    let started = tokio::time::Instant::now();
+    let first = tokio::spawn(service.clone().oneshot(get()));
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let second = service.clone().oneshot(get()).await.unwrap();
+    let waited = started.elapsed();
+    let first = first.await.unwrap().unwrap();
+    assert_eq!(first.status(), 429, "its 30 s wait vetoed");
+    assert!(
+        waited < Duration::from_secs(10),
+        "waited {waited:?}: {:?}",
+        told.lock().unwrap()
+    );
+    assert_eq!(second.status(), 429, "{:?}", told.lock().unwrap());
+    assert_eq!(*received.lock().unwrap(), 2);
+}
+
+/// A transient failure's retry that meets a closed gate, its wait vetoed by the hook: the
+/// call ends with its 503, and its event says it will not retry, and why.
+#[tokio::test(start_paused = true)]
+async fn a_transient_retry_vetoed_at_a_closed_gate_is_an_event_that_says_it_will_not_retry() {
+    let layer = RateLimitLayer::new()
+        .on_rate_limit(|notice: &Notice<'_>| !matches!(notice, Notice::Wait { .. }));
+    let service = layer.layer(tower::service_fn(|request: Request<String>| async move {
+        let status = match request.uri().path() {
+            "/refused" => 429,
+            "/failing" => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                503
+            }
+            _ => 200,
+        };
+        let mut response = Response::builder().status(status);
+        if status == 429 {
+            response = response.header("retry-after", "50");
+        }
+        Ok::<_, tower::BoxError>(response.body(String::new()).unwrap())
+    }));
+    let get = |path: &str| {
+        Request::get(format!("http://api.test{path}"))
+            .body(String::new())
+            .unwrap()
+    };
+    let (events, ()) = events_of(async {
+        service.clone().oneshot(get("/ok")).await.unwrap();
+        let failing = tokio::spawn(service.clone().oneshot(get("/failing")));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let refused = service.clone().oneshot(get("/refused")).await.unwrap();
+        assert_eq!(refused.status(), 429);
+        assert_eq!(failing.await.unwrap().unwrap().status(), 503);
+    })
+    .await;
+    let transient: Vec<_> = waits(&events)
+        .into_iter()
+        .filter(|event| event["reason"] != "Instructed")
+        .collect();
+    assert_eq!(transient.len(), 1, "{events:#?}");
+    assert_eq!(transient[0]["will_retry"], "false", "{events:#?}");
+    assert!(transient[0]["declined"].contains("hook"), "{events:#?}");
+}
+
+/// The probe after a closure refused again: the key never reopened, so it is one episode,
+/// closed once and reopened once, however many times the probe is refused.
+#[tokio::test(start_paused = true)]
+async fn a_refused_probe_closes_no_second_episode() {
+    let events = call_with_waits(&["2", "2"]).await;
+    let episodes: Vec<&str> = named(&events, "rate-limit episode")
+        .iter()
+        .map(|event| event["episode"].as_str())
+        .collect();
+    assert_eq!(episodes, ["closed", "reopened"], "{events:#?}");
+}

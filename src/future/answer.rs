@@ -53,19 +53,24 @@ where
             return Step::Finish(with_cost(outcome, cost));
         };
         let key = self.gate.as_ref().map(Call::key);
-        events::wait_decided(key, self.request, &decision, cause, attempt);
         let Some(body) = next.filter(|_| decision.retries()) else {
+            events::wait_decided(key, self.request, &decision, cause, attempt);
             return Step::Finish(with_cost(outcome, cost));
         };
         if let Held::Waiting(place) = &held {
             // A retry the hook was not asked about (a transient failure's) that meets a
-            // closure waits there as a call arriving at it does: asked first.
+            // closure waits there as a call arriving at it does: asked first. So is a
+            // rate-limited retry the gate holds longer than the wait the hook allowed (another
+            // call closed the key for longer): the hook is asked of the wait it will take.
             let (wait, by) = (place.estimate(now), place.throttled(now).held_by());
-            let asked = decision.action == Action::RateLimited;
+            let asked = decision.action == Action::RateLimited && wait <= decision.wait;
             if !asked && !self.wait_allowed(place.key(), wait, by, attempt + 1) {
+                let vetoed = decision.declined(Declined::Vetoed);
+                events::wait_decided(key, self.request, &vetoed, cause, attempt);
                 return Step::Finish(with_cost(outcome, cost));
             }
         }
+        events::wait_decided(key, self.request, &decision, cause, attempt);
         if let Held::Throttled(throttled) = &held {
             // The gate stays closed longer than the call may wait, and nothing was waited yet:
             // the caller has the response whole.
@@ -203,8 +208,20 @@ where
             .instructed_until
             .map(|until| until.max(after(now, floor)));
         if let Some(gate) = self.gate.as_ref() {
-            if said.names_a_limit() {
-                gate.learn_limit(self.request.uri.path(), said, &mut report, now);
+            let quota = report.quota;
+            let learned = said
+                .names_a_limit()
+                .then(|| gate.learn_limit(self.request.uri.path(), said, &mut report, now))
+                .flatten();
+            // What the answer said of a limit other than the call's own is told as that
+            // limit's: its quota left, and the turn of its episode.
+            if let Some((limit, episode)) = learned {
+                if let Some(quota) = quota {
+                    telemetry::remaining(&limit, quota.remaining);
+                }
+                if let Some(episode) = episode {
+                    self.episode(&limit, episode);
+                }
             }
             if let Some(quota) = report.quota {
                 telemetry::remaining(gate.key(), quota.remaining);

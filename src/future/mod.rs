@@ -220,7 +220,12 @@ where
                             this.throttled(throttled)
                         }
                         Err(NotYet::Reroute) => {
+                            // It waited here, then leaves to arrive again elsewhere: that wait
+                            // is told as any other, whatever it meets next.
                             this.budget.add_wait(now - since);
+                            let key = this.gate.as_ref().map(Call::key);
+                            events::waited(key, now - since, this.budget.retries() + 1);
+                            telemetry::waited(key, now - since);
                             match this.state.as_mut().project_replace(State::Done) {
                                 StateOwned::Waiting { body, .. } => {
                                     Step::Next(State::Entering { body })

@@ -119,8 +119,16 @@ impl Call {
     /// route are gated by that limit alone; an answer naming another limit than the call was
     /// gated by (the route's first, or one whose limit was guessed) speaks for the limit it
     /// names, and the call's own gate only counts it back; a refusal of the whole key
-    /// (`global`) holds every limit of it.
-    pub(crate) fn learn_limit(&self, route: &str, said: &Said, report: &mut Report, now: Instant) {
+    /// (`global`) holds every limit of it. Where the answer spoke for a limit other than the
+    /// call's own: that limit's key, and the turn the answer brought its episode to, if any (the
+    /// call's own gate, left the report emptied, turns none).
+    pub(crate) fn learn_limit(
+        &self,
+        route: &str,
+        said: &Said,
+        report: &mut Report,
+        now: Instant,
+    ) -> Option<(Key, Option<Episode>)> {
         let registry = &self.gates.registry;
         let whole = self.whole().unwrap_or(&self.key);
         if said.is_global() {
@@ -130,26 +138,31 @@ impl Call {
                     .learn(whole, *report, now, registry.capacity);
             }
             self.share_global(whole, report, now);
-            return;
+            return None;
         }
-        let Some(group) = said.group() else {
-            return;
-        };
+        let group = said.group()?;
         let own_limit = self.key.limit_name() == Some(group);
         let route_known = self.rare.as_ref().map(|rare| rare.known) == Some(Known::Route);
         if own_limit && route_known {
             // The route's limit, as its answers said before: nothing to learn.
-            return;
+            return None;
         }
         self.gates.routes.learn(whole, route, group);
         if own_limit {
-            return;
+            return None;
         }
         let limit = whole.within(group);
-        registry
-            .lock()
-            .learn(&limit, *report, now, registry.capacity);
-        self.share(std::iter::once(limit), *report, now);
+        let episode = {
+            let mut table = registry.lock();
+            let closed = |table: &Table| {
+                let gate = table.gates.get(&limit)?;
+                gate.closed(now, Terms::EVERYTHING)
+            };
+            let held_before = closed(&table).is_some();
+            table.learn(&limit, *report, now, registry.capacity);
+            closed(&table).filter(|_| !held_before).map(Episode::Closed)
+        };
+        self.share(std::iter::once(limit.clone()), *report, now);
         *report = Report {
             server_clock: report.server_clock,
             ..Report::default()
@@ -160,6 +173,7 @@ impl Call {
             // counted with every later call, instead of leaving this one uncounted by it.
             registry.update(&self.key, Gate::reroute_waiters);
         }
+        Some((limit, episode))
     }
 
     /// Tells the store the gates share, if they do, of a refusal of the whole key: its closure

@@ -264,7 +264,11 @@ impl Gate {
         self.returned(admitted);
         let held_before = self.closed(now, Terms::EVERYTHING).is_some();
         let answers_the_probe = self.answers_the_probe(admitted, report.refused);
-        let reopened = answers_the_probe && !report.refused && self.reopening.follows_closure();
+        let follows_closure = answers_the_probe && self.reopening.follows_closure();
+        let reopened = follows_closure && !report.refused;
+        // The probe after a closure, refused: the key never reopened, and the closure this
+        // refusal sets goes on the same episode, told once.
+        let still_closed = follows_closure && report.refused;
         if answers_the_probe {
             let waiting = self.waiters();
             self.reopening.probe_answered(report.refused, waiting, now);
@@ -284,7 +288,7 @@ impl Gate {
         self.take_in(report, Some(admitted), now);
         self.queues.wake_heads();
         match self.closed(now, Terms::EVERYTHING) {
-            Some(_) if held_before => None,
+            Some(_) if held_before || still_closed => None,
             Some(closed) => Some(Episode::Closed(closed)),
             None => reopened.then_some(Episode::Reopened),
         }
