@@ -64,6 +64,21 @@ async fn ten_calls(layer: RateLimitLayer, retry_after: &'static str) -> (String,
     (prometheus.render(), received.load(Ordering::SeqCst))
 }
 
+/// A label's value is written escaped: a limit's name comes from a server's header, and a quote
+/// or a line break in it would end the label or the line (another series, made up).
+#[test]
+fn a_label_with_a_quote_or_a_line_break_stays_one_label() {
+    let prometheus = Prometheus::default();
+    let _installed = metrics::set_default_local_recorder(&prometheus);
+    metrics::gauge!("remaining", "key" => "api [core\"} 1\nforged{a=\"b]").set(7.0);
+    let export = prometheus.render();
+    assert_eq!(
+        export.trim_end(),
+        r#"remaining{key="api [core\"} 1\nforged{a=\"b]"} 7"#,
+        "{export}"
+    );
+}
+
 /// The value of the series `name` in `export`.
 fn value(export: &str, name: &str) -> f64 {
     export

@@ -68,6 +68,15 @@ impl HistogramFn for Sum {
     }
 }
 
+/// A label's value as the text format writes it: a key's limit name comes from a server's
+/// header, and a quote or a line break in it would end the label, or the line, early.
+fn escaped(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
 /// Every series registered, by name and labels, rendered on demand.
 #[derive(Clone, Default)]
 pub struct Prometheus(Arc<Mutex<BTreeMap<(String, String), Series>>>);
@@ -77,7 +86,7 @@ impl Prometheus {
     fn series(&self, key: &Key, make: impl FnOnce() -> Series) -> Series {
         let labels = key
             .labels()
-            .map(|label| format!("{}=\"{}\"", label.key(), label.value()))
+            .map(|label| format!("{}=\"{}\"", label.key(), escaped(label.value())))
             .collect::<Vec<_>>()
             .join(",");
         let mut all = self.0.lock().unwrap();
