@@ -9,7 +9,7 @@
 //! | `tower_retry_after_requests_sent_total` | counter | attempts sent |
 //! | `tower_retry_after_refused_total` | counter | answers the server refused (a 429, or a 403 its headers mark so) |
 //! | `tower_retry_after_retries_total` | counter | attempts that are retries |
-//! | `tower_retry_after_failed_fast_total` | counter | calls ended with `Throttled`: the gate stayed closed longer than they could wait |
+//! | `tower_retry_after_failed_fast_total` | counter | calls turned away at their gate, which stayed closed longer than they could wait: they end with `Throttled` (or, where their last attempt met a transport error, with that error) |
 //! | `tower_retry_after_wait_seconds` | histogram | each wait a call took, at the gate or asleep (its sum: seconds waited) |
 //! | `tower_retry_after_remaining` | gauge | the quota the last answer reported left |
 //! | `tower_retry_after_closed_seconds` | gauge | how long the key closed for when its episode began; 0 once it reopens |
@@ -42,7 +42,7 @@ pub(crate) fn refused(key: Option<&Key>) {
     let _ = key;
 }
 
-/// A call on `key` ended with `Throttled`.
+/// A call on `key` was turned away at its gate (see the table above).
 pub(crate) fn failed_fast(key: &Key) {
     #[cfg(feature = "metrics")]
     ::metrics::counter!("tower_retry_after_failed_fast_total", "key" => key.to_string())
