@@ -902,3 +902,44 @@ async fn a_refused_probe_closes_no_second_episode() {
         .collect();
     assert_eq!(episodes, ["closed", "reopened"], "{events:#?}");
 }
+
+/// Two processes share a store; the first meets a 429 for 2 s. The second's call, held by the
+/// store until the closure ends, is told of the episode in its own process as the first is:
+/// closed, then reopened (never a reopening of a key it never saw close).
+#[tokio::test(start_paused = true)]
+async fn a_closure_a_call_learns_from_the_store_is_an_episode_closed_before_it_reopens() {
+    let (_, inner) = numbered(|nth| {
+        let response = if nth == 1 {
+            Response::builder().status(429).header("retry-after", "2")
+        } else {
+            Response::builder().status(200)
+        };
+        Ok(response.body(String::new()).unwrap())
+    });
+    let store = Arc::new(tower_retry_after::store::MemoryStore::new());
+    let process = |turns: Arc<Mutex<Vec<&'static str>>>| {
+        RateLimitLayer::new()
+            .gates(tower_retry_after::Gates::with_store(store.clone()))
+            .on_rate_limit(move |notice: &Notice<'_>| {
+                match notice {
+                    Notice::Closed { .. } => turns.lock().unwrap().push("closed"),
+                    Notice::Reopened { .. } => turns.lock().unwrap().push("reopened"),
+                    _ => {}
+                }
+                true
+            })
+            .layer(inner.clone())
+    };
+    let (first_turns, second_turns) = (Arc::default(), Arc::default());
+    let (first, second) = (
+        process(Arc::clone(&first_turns)),
+        process(Arc::clone(&second_turns)),
+    );
+    let refused = tokio::spawn(first.oneshot(get()));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let held = second.oneshot(get()).await.unwrap();
+    assert_eq!(held.status(), 200);
+    assert_eq!(refused.await.unwrap().unwrap().status(), 200);
+    assert_eq!(*first_turns.lock().unwrap(), ["closed", "reopened"]);
+    assert_eq!(*second_turns.lock().unwrap(), ["closed", "reopened"]);
+}

@@ -437,7 +437,11 @@ where
         };
         let now = Instant::now();
         let budget = self.budget.time_left(&self.config.settings);
-        match gate.reserved(answer, pass, now, budget) {
+        let (entered, episode) = gate.reserved(answer, pass, now, budget);
+        if let Some(episode) = episode {
+            self.episode(gate.key(), episode);
+        }
+        match entered {
             Entered::Admitted(pass) => self.proceed(Some(pass), body),
             held => self.entered(held, body, now),
         }

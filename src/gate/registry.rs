@@ -15,6 +15,7 @@ use crate::gate::Judged;
 use crate::gate::key::Gate;
 use crate::gate::key::answer::{Admission, Episode};
 use crate::gate::key::report::Report;
+use crate::gate::key::terms::Terms;
 use crate::gate::store::shared::Shared;
 use crate::gate::time::Anchor;
 use crate::key::{BuildKeyHasher, Key};
@@ -83,8 +84,20 @@ pub(crate) struct Table {
 }
 
 impl Table {
-    /// Takes in what another process learned about `key`.
-    pub(crate) fn learn(&mut self, key: &Key, report: Report, now: Instant, capacity: usize) {
+    /// Takes in what another process, or an answer on another limit, said of `key`: the turn
+    /// it brought the key's episode to, if it closed a key that was not closed.
+    pub(crate) fn learn(
+        &mut self,
+        key: &Key,
+        report: Report,
+        now: Instant,
+        capacity: usize,
+    ) -> Option<Episode> {
+        let closed = |table: &Table| {
+            let gate = table.gates.get(key)?;
+            gate.closed(now, Terms::EVERYTHING)
+        };
+        let held_before = closed(self).is_some();
         match self.gates.get_mut(key) {
             Some(gate) => gate.learn(report, now),
             None => {
@@ -93,6 +106,7 @@ impl Table {
                 self.keep(key, gate, now, capacity);
             }
         }
+        closed(self).filter(|_| !held_before).map(Episode::Closed)
     }
 
     /// Records `report` for a request on `key` let through as `admitted`, making the key's

@@ -133,6 +133,7 @@ impl Call {
         let whole = self.whole().unwrap_or(&self.key);
         if said.is_global() {
             if self.whole().is_some() {
+                // (The call's own limit closes with its answer, which tells the episode.)
                 registry
                     .lock()
                     .learn(whole, *report, now, registry.capacity);
@@ -152,16 +153,9 @@ impl Call {
             return None;
         }
         let limit = whole.within(group);
-        let episode = {
-            let mut table = registry.lock();
-            let closed = |table: &Table| {
-                let gate = table.gates.get(&limit)?;
-                gate.closed(now, Terms::EVERYTHING)
-            };
-            let held_before = closed(&table).is_some();
-            table.learn(&limit, *report, now, registry.capacity);
-            closed(&table).filter(|_| !held_before).map(Episode::Closed)
-        };
+        let episode = registry
+            .lock()
+            .learn(&limit, *report, now, registry.capacity);
         self.share(std::iter::once(limit.clone()), *report, now);
         *report = Report {
             server_clock: report.server_clock,
@@ -268,34 +262,36 @@ impl Call {
     /// the call sleeps till then if `budget` allows, and asks again. A time already past (the
     /// answer took longer than the wait) is waited as [`LEAST_HOLD`]: the call must ask again,
     /// never go unreserved, and a store that keeps naming past times is not asked in a spin.
+    /// With the turn the store's window brought the key's episode to, if it closed the key.
     pub(crate) fn reserved(
         &self,
         answer: Option<Reservation>,
         mut pass: Pass,
         now: Instant,
         budget: Duration,
-    ) -> Entered {
+    ) -> (Entered, Option<Episode>) {
         let (until, window) = match answer {
             Some(Reservation::NotBefore { until, window }) => (until, window),
             Some(Reservation::Granted(ticket)) => {
                 pass.reserved(ticket);
-                return Entered::Admitted(pass);
+                return (Entered::Admitted(pass), None);
             }
-            None => return Entered::Admitted(pass),
+            None => return (Entered::Admitted(pass), None),
         };
         let registry = &self.gates.registry;
         let clocks = registry.clocks();
         let until = clocks.instant(until).max(after(now, LEAST_HOLD));
-        registry
-            .lock()
-            .learn(&self.key, window.to_report(&clocks), now, registry.capacity);
+        let episode =
+            registry
+                .lock()
+                .learn(&self.key, window.to_report(&clocks), now, registry.capacity);
         let held = match self.not_before(until, HeldBy::Fleet, now, budget) {
             Entered::NotBefore(until, _) => Entered::Held(until),
             other => other,
         };
         // Given back once the gate knows why: calls it wakes meet the closure.
         drop(pass);
-        held
+        (held, episode)
     }
 
     /// The call may not go before `until`, held by `by`: it sleeps till then if its terms and
