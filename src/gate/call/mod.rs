@@ -426,6 +426,44 @@ mod tests {
         Said::read(&mut response, now, SystemTime::now(), None, &settings, &[])
     }
 
+    /// A global 429 one process meets is told to the store under the key's other limits as the
+    /// server named it: for its 30 s, not the 30 s plus this process's spread.
+    #[tokio::test(start_paused = true)]
+    async fn a_global_refusal_is_shared_under_the_other_limits_as_the_server_named_it() {
+        use crate::gate::store::{MemoryStore, Reservation, Respects, WindowStore};
+        use std::sync::Arc;
+        const SECOND: Duration = Duration::from_secs(1);
+        let store = Arc::new(MemoryStore::new());
+        let gates = Gates::with_store(store.clone());
+        let whole = Key::named("api");
+        gates.routes.learn(&whole, "/a", "a");
+        gates.routes.learn(&whole, "/b", "b");
+        let settings = Settings::default();
+        let mut call = Call::new(gates.clone(), whole.clone(), None, &settings);
+        let now = Instant::now();
+        let Entered::Admitted(_refused) = call.enter(now, 120 * SECOND, "/a") else {
+            panic!("the first call on a goes alone");
+        };
+        let said = global_refusal(now);
+        // Closed 30 s and this process's spread of 5 s.
+        let mut report = said.report(Some(now + 35 * SECOND));
+        call.learn_limit("/a", &said, &mut report, now);
+        tokio::task::yield_now().await;
+        let asked = SystemTime::now();
+        let held = store
+            .reserve(&whole.within("b"), Respects::ALL, asked)
+            .await
+            .unwrap();
+        let Reservation::NotBefore { until, .. } = held else {
+            panic!("the other limit was not told: {held:?}");
+        };
+        let left = until.duration_since(asked).unwrap();
+        assert!(
+            left > 29 * SECOND && left <= 30 * SECOND,
+            "held {left:?}, not the 30 s named"
+        );
+    }
+
     /// A global 429 holds every limit of the key: a call waiting at another limit's gate when
     /// it came is not let through while it holds, as a call arriving then is not.
     #[tokio::test(start_paused = true)]
