@@ -677,17 +677,24 @@ mod tests {
             at_reset <= 2,
             "{at_reset} went at the second's reset, the minute having two left"
         );
-        // One window read in two header families is one window: its whole quota stands.
-        let twice = info(&[
-            ("ratelimit-limit", "10"),
-            ("ratelimit-remaining", "5"),
-            ("ratelimit-reset", "10"),
-            ("x-ratelimit-limit", "10"),
-            ("x-ratelimit-remaining", "6"),
-            ("x-ratelimit-reset", "11"),
-        ]);
-        let binding = quota(&twice, now + CAP).unwrap();
-        assert_eq!((binding.quota.remaining, binding.limit), (5, Some(10)));
+        // One window read in two header families is one window: its whole quota stands, as
+        // far as `SAME_WINDOW` (2 s) apart; further, the later is another window.
+        for (later, limit) in [("11", 10), ("12", 10), ("13", 1)] {
+            let twice = info(&[
+                ("ratelimit-limit", "10"),
+                ("ratelimit-remaining", "5"),
+                ("ratelimit-reset", "10"),
+                ("x-ratelimit-limit", "10"),
+                ("x-ratelimit-remaining", "6"),
+                ("x-ratelimit-reset", later),
+            ]);
+            let binding = quota(&twice, now + CAP).unwrap();
+            assert_eq!(
+                (binding.quota.remaining, binding.limit),
+                (5, Some(limit)),
+                "the later reset in {later} s"
+            );
+        }
     }
 
     #[test]
