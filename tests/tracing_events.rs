@@ -32,6 +32,17 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Capture {
     }
 }
 
+/// Installs a capturing subscriber on this test's thread for as long as the guard lives, its
+/// events unread. Every test here runs the layer under one: `tracing` caches each callsite's
+/// interest for the whole process, computed on the thread that first reaches it, and a test
+/// reaching a callsite with no subscriber would cache it as never wanted, so that another test
+/// capturing its events concurrently would miss them.
+fn unread() -> tracing::subscriber::DefaultGuard {
+    tracing::subscriber::set_default(
+        tracing_subscriber::registry().with(Capture(Events::default())),
+    )
+}
+
 /// The events whose message is `message`.
 fn named<'a>(
     events: &'a [BTreeMap<String, String>],
@@ -428,6 +439,7 @@ async fn the_hook_vetoes_a_wait_and_the_call_ends_with_what_it_has() {
 /// its 503.
 #[tokio::test(start_paused = true)]
 async fn a_transient_retry_held_at_a_closed_gate_asks_the_hook_first() {
+    let _unread = unread();
     let waits = Arc::new(Mutex::new(Vec::new()));
     let told = waits.clone();
     let layer = RateLimitLayer::new().on_rate_limit(move |notice: &Notice<'_>| {
@@ -550,6 +562,7 @@ async fn a_keys_first_call_is_no_episode() {
 
 #[tokio::test(start_paused = true)]
 async fn the_hook_is_not_asked_about_a_transient_retry() {
+    let _unread = unread();
     let (received, inner) = numbered(|nth| {
         let status = if nth == 1 { 503 } else { 200 };
         Ok(Response::builder()
@@ -676,6 +689,7 @@ async fn a_failure_that_is_no_timeout_is_retried_without_the_warning() {
 
 #[tokio::test(start_paused = true)]
 async fn the_hook_is_told_which_attempt_a_wait_comes_before() {
+    let _unread = unread();
     let (_, inner) = numbered(|nth| {
         let response = if nth == 1 {
             Response::builder().status(429).header("retry-after", "1")
@@ -803,6 +817,7 @@ async fn a_refusal_that_names_its_limit_is_an_episode_closed_before_it_reopens()
 /// named: the hook that allows waits of ten seconds at most is told that wait, and vetoes it.
 #[tokio::test(start_paused = true)]
 async fn the_hook_is_told_the_wait_a_retry_held_at_the_gate_takes() {
+    let _unread = unread();
     let (received, inner) = numbered(|nth| {
         let response = match nth {
             1 => Response::builder().status(429).header("retry-after", "30"),
@@ -908,6 +923,7 @@ async fn a_refused_probe_closes_no_second_episode() {
 /// closed, then reopened (never a reopening of a key it never saw close).
 #[tokio::test(start_paused = true)]
 async fn a_closure_a_call_learns_from_the_store_is_an_episode_closed_before_it_reopens() {
+    let _unread = unread();
     let (_, inner) = numbered(|nth| {
         let response = if nth == 1 {
             Response::builder().status(429).header("retry-after", "2")
