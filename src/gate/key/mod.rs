@@ -1063,6 +1063,25 @@ mod tests {
         assert!(sent.windows(2).all(|pair| pair[0] < pair[1]), "{sent:?}");
     }
 
+    /// The last call of the backlog leaving with calls behind it that came after the ones
+    /// before it left: the release goes on for them.
+    #[test]
+    fn the_backlogs_last_call_leaving_with_calls_behind_it_does_not_open_the_gate() {
+        let now = Instant::now();
+        let mut gate = closed_gate(now, SECOND);
+        let (_, waker) = waker();
+        let backlog: Vec<u64> = (0..2).map(|_| gate.come(now).unwrap_err()).collect();
+        let (probe, clock) = gate.go(backlog[0], now + SECOND, &waker);
+        gate.answered(probe, HEALTHY, clock);
+        // One of the backlog is left; five more calls arrive behind it.
+        let late: Vec<u64> = (0..5).map(|_| gate.come(clock).unwrap_err()).collect();
+        assert_eq!(round(&mut gate, &backlog[1..], clock, &waker).len(), 1);
+        assert!(
+            round(&mut gate, &late, clock, &waker).len() < late.len(),
+            "the five leave on the ramp, not at once"
+        );
+    }
+
     /// A gate closed for a second by a 429 while `early` was out, its probe back healthy at
     /// the returned instant, with nine calls of its backlog still to leave on the ramp.
     fn releasing_with_one_out_from_before() -> (Gate, Waker, Admission, Vec<u64>, Instant) {
