@@ -137,6 +137,34 @@ async fn calls_turned_away_at_a_closed_gate_are_counted_as_failed_fast() {
     assert!((3600.0..3700.0).contains(&closed), "{closed}");
 }
 
+/// A server that answers after `delay`, naming the limit each answer counts against as GitHub
+/// does (`x-ratelimit-resource: core`), with `remaining` of its 5,000 left for an hour.
+fn github_core(
+    remaining: u32,
+    delay: Duration,
+) -> impl tower::Service<
+    Request<String>,
+    Response = Response<String>,
+    Error = tower::BoxError,
+    Future = impl Send,
+> + Clone
++ Send {
+    tower::service_fn(move |_request: Request<String>| async move {
+        tokio::time::sleep(delay).await;
+        let reset = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            + 3600;
+        let response = Response::builder()
+            .header("x-ratelimit-resource", "core")
+            .header("x-ratelimit-limit", "5000")
+            .header("x-ratelimit-remaining", remaining.to_string())
+            .header("x-ratelimit-reset", reset.to_string());
+        Ok::<_, tower::BoxError>(response.body(String::new()).unwrap())
+    })
+}
+
 /// Ten calls to a server that names the limit each answer counts against (GitHub's
 /// `x-ratelimit-resource`), the first alone: the nine held behind it wait at the gate until
 /// its answer, then go to the gate of the limit it named. Each of their waits is in the
@@ -145,21 +173,7 @@ async fn calls_turned_away_at_a_closed_gate_are_counted_as_failed_fast() {
 async fn a_wait_at_a_gate_the_call_left_for_its_limits_is_recorded() {
     let prometheus = Prometheus::default();
     let _installed = metrics::set_default_local_recorder(&prometheus);
-    let service =
-        RateLimitLayer::new().layer(tower::service_fn(|_request: Request<String>| async move {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            let reset = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_secs()
-                + 3600;
-            let response = Response::builder()
-                .header("x-ratelimit-resource", "core")
-                .header("x-ratelimit-limit", "5000")
-                .header("x-ratelimit-remaining", "4000")
-                .header("x-ratelimit-reset", reset.to_string());
-            Ok::<_, tower::BoxError>(response.body(String::new()).unwrap())
-        }));
+    let service = RateLimitLayer::new().layer(github_core(4000, Duration::from_millis(200)));
     let calls: Vec<_> = (0..10)
         .map(|_| {
             let request = Request::get("https://api.test/v1/items")
@@ -201,20 +215,7 @@ async fn a_wait_at_a_gate_the_call_left_for_its_limits_is_recorded() {
 async fn the_first_answer_that_names_its_limit_sets_that_limits_remaining() {
     let prometheus = Prometheus::default();
     let _installed = metrics::set_default_local_recorder(&prometheus);
-    let service =
-        RateLimitLayer::new().layer(tower::service_fn(|_request: Request<String>| async move {
-            let reset = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_secs()
-                + 3600;
-            let response = Response::builder()
-                .header("x-ratelimit-resource", "core")
-                .header("x-ratelimit-limit", "5000")
-                .header("x-ratelimit-remaining", "4321")
-                .header("x-ratelimit-reset", reset.to_string());
-            Ok::<_, tower::BoxError>(response.body(String::new()).unwrap())
-        }));
+    let service = RateLimitLayer::new().layer(github_core(4321, Duration::ZERO));
     let request = Request::get("https://api.test/v1/items")
         .body(String::new())
         .unwrap();

@@ -434,21 +434,10 @@ async fn the_hook_vetoes_a_wait_and_the_call_ends_with_what_it_has() {
     );
 }
 
-/// A transient failure's retry that meets the gate a 429 closed meanwhile waits there, as a
-/// call arriving at it does: the hook is asked first, and its veto ends the call at once with
-/// its 503.
-#[tokio::test(start_paused = true)]
-async fn a_transient_retry_held_at_a_closed_gate_asks_the_hook_first() {
-    let _unread = unread();
-    let waits = Arc::new(Mutex::new(Vec::new()));
-    let told = waits.clone();
-    let layer = RateLimitLayer::new().on_rate_limit(move |notice: &Notice<'_>| {
-        let Notice::Wait { attempt, .. } = notice else {
-            return true;
-        };
-        told.lock().unwrap().push(*attempt);
-        false
-    });
+/// Through `layer`, a key's first call goes alone; then a call whose server fails it (a 503
+/// after 100 ms) and, 10 ms later, one refused for 50 s: the statuses the refused call and the
+/// failing one end with.
+async fn a_failure_beside_a_refusal(layer: RateLimitLayer) -> (u16, u16) {
     let service = layer.layer(tower::service_fn(|request: Request<String>| async move {
         let status = match request.uri().path() {
             "/refused" => 429,
@@ -469,15 +458,33 @@ async fn a_transient_retry_held_at_a_closed_gate_asks_the_hook_first() {
             .body(String::new())
             .unwrap()
     };
-    let started = tokio::time::Instant::now();
-    // The key's first call goes alone; then both go at once.
     service.clone().oneshot(get("/ok")).await.unwrap();
     let failing = tokio::spawn(service.clone().oneshot(get("/failing")));
     tokio::time::sleep(Duration::from_millis(10)).await;
     let refused = service.clone().oneshot(get("/refused")).await.unwrap();
-    assert_eq!(refused.status(), 429, "its own retry vetoed");
     let failed = failing.await.unwrap().unwrap();
-    assert_eq!(failed.status(), 503);
+    (refused.status().as_u16(), failed.status().as_u16())
+}
+
+/// A transient failure's retry that meets the gate a 429 closed meanwhile waits there, as a
+/// call arriving at it does: the hook is asked first, and its veto ends the call at once with
+/// its 503.
+#[tokio::test(start_paused = true)]
+async fn a_transient_retry_held_at_a_closed_gate_asks_the_hook_first() {
+    let _unread = unread();
+    let waits = Arc::new(Mutex::new(Vec::new()));
+    let told = waits.clone();
+    let layer = RateLimitLayer::new().on_rate_limit(move |notice: &Notice<'_>| {
+        let Notice::Wait { attempt, .. } = notice else {
+            return true;
+        };
+        told.lock().unwrap().push(*attempt);
+        false
+    });
+    let started = tokio::time::Instant::now();
+    let (refused, failed) = a_failure_beside_a_refusal(layer).await;
+    assert_eq!(refused, 429, "its own retry vetoed");
+    assert_eq!(failed, 503);
     assert!(
         started.elapsed() < Duration::from_secs(1),
         "{:?}",
@@ -868,35 +875,8 @@ async fn the_hook_is_told_the_wait_a_retry_held_at_the_gate_takes() {
 async fn a_transient_retry_vetoed_at_a_closed_gate_is_an_event_that_says_it_will_not_retry() {
     let layer = RateLimitLayer::new()
         .on_rate_limit(|notice: &Notice<'_>| !matches!(notice, Notice::Wait { .. }));
-    let service = layer.layer(tower::service_fn(|request: Request<String>| async move {
-        let status = match request.uri().path() {
-            "/refused" => 429,
-            "/failing" => {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                503
-            }
-            _ => 200,
-        };
-        let mut response = Response::builder().status(status);
-        if status == 429 {
-            response = response.header("retry-after", "50");
-        }
-        Ok::<_, tower::BoxError>(response.body(String::new()).unwrap())
-    }));
-    let get = |path: &str| {
-        Request::get(format!("http://api.test{path}"))
-            .body(String::new())
-            .unwrap()
-    };
-    let (events, ()) = events_of(async {
-        service.clone().oneshot(get("/ok")).await.unwrap();
-        let failing = tokio::spawn(service.clone().oneshot(get("/failing")));
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        let refused = service.clone().oneshot(get("/refused")).await.unwrap();
-        assert_eq!(refused.status(), 429);
-        assert_eq!(failing.await.unwrap().unwrap().status(), 503);
-    })
-    .await;
+    let (events, statuses) = events_of(a_failure_beside_a_refusal(layer)).await;
+    assert_eq!(statuses, (429, 503));
     let transient: Vec<_> = waits(&events)
         .into_iter()
         .filter(|event| event["reason"] != "Instructed")

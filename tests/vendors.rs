@@ -416,6 +416,16 @@ async fn discord_a_bucket_429_holds_its_route_and_a_global_429_holds_every_route
     assert_eq!(server.count("POST", "/guilds/2"), 4);
 }
 
+/// Two processes' clients, their gates sharing one store.
+fn two_processes() -> (Client, Client) {
+    let store = std::sync::Arc::new(tower_retry_after::store::MemoryStore::new());
+    let process = || {
+        let gates = tower_retry_after::Gates::with_store(store.clone());
+        stack(RateLimitLayer::new().gates(gates))
+    };
+    (process(), process())
+}
+
 /// Discord's global 429 one process meets holds every route of the token in the processes
 /// sharing its store: each of them asks the store only of the bucket its call's route counts
 /// against, so the closure is told under every bucket the process knows, as well as the token's.
@@ -426,12 +436,7 @@ async fn discord_a_global_429_one_process_meets_holds_another_processs_other_rou
         _ => (200, discord_bucket(path).1),
     })
     .await;
-    let store = std::sync::Arc::new(tower_retry_after::store::MemoryStore::new());
-    let process = || {
-        let gates = tower_retry_after::Gates::with_store(store.clone());
-        stack(RateLimitLayer::new().gates(gates))
-    };
-    let (first, second) = (process(), process());
+    let (first, second) = two_processes();
     // Each process's first answers name the buckets.
     assert_eq!(
         status_of(&first, &server, Method::POST, "/guilds/2").await,
@@ -486,12 +491,7 @@ async fn discord_a_spent_bucket_one_processs_first_answer_names_holds_another_pr
         (200, headers)
     })
     .await;
-    let store = std::sync::Arc::new(tower_retry_after::store::MemoryStore::new());
-    let process = || {
-        let gates = tower_retry_after::Gates::with_store(store.clone());
-        stack(RateLimitLayer::new().gates(gates))
-    };
-    let (first, second) = (process(), process());
+    let (first, second) = two_processes();
     assert_eq!(
         status_of(&second, &server, Method::POST, "/guilds/2").await,
         StatusCode::OK

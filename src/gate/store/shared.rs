@@ -378,12 +378,8 @@ mod tests {
         assert_eq!(started.elapsed(), 2 * LATE + RETRY, "the merge given up on");
     }
 
-    /// A slow moment (one answer past the deadline) marks the store out for a second; an
-    /// answer to a request reserved before it, told in that second, still gives its
-    /// reservation back: the store is up, and a reservation it keeps counts a request out
-    /// that is not, holding the whole fleet's quota for a minute.
-    #[tokio::test(start_paused = true)]
-    async fn a_reservation_answered_in_a_slow_moment_is_still_given_back() {
+    /// A store whose key `api` has two requests left for a minute, shared; the key and when.
+    async fn two_left() -> (Arc<MemoryStore>, Shared, Key, SystemTime) {
         let store = Arc::new(MemoryStore::new());
         let shared = Shared::new(store.clone(), DEADLINE);
         let key = Key::named("api");
@@ -393,6 +389,26 @@ mod tests {
             ..Window::default()
         };
         store.merge(&key, two_left, None, now).await.unwrap();
+        (store, shared, key, now)
+    }
+
+    /// How many requests of `key` the store grants at `now`, of the first three asked.
+    async fn left(store: &MemoryStore, key: &Key, now: SystemTime) -> usize {
+        let mut granted = 0;
+        for _ in 0..3 {
+            let reservation = store.reserve(key, Respects::ALL, now).await.unwrap();
+            granted += usize::from(matches!(reservation, Reservation::Granted(_)));
+        }
+        granted
+    }
+
+    /// A slow moment (one answer past the deadline) marks the store out for a second; an
+    /// answer to a request reserved before it, told in that second, still gives its
+    /// reservation back: the store is up, and a reservation it keeps counts a request out
+    /// that is not, holding the whole fleet's quota for a minute.
+    #[tokio::test(start_paused = true)]
+    async fn a_reservation_answered_in_a_slow_moment_is_still_given_back() {
+        let (store, shared, key, now) = two_left().await;
         let Some(Reservation::Granted(ticket)) = answer(ask(&shared).unwrap()).await else {
             panic!("not granted");
         };
@@ -401,36 +417,20 @@ mod tests {
         // The reserved request's answer comes, and says nothing but that it is no longer out.
         shared.merge(&key, Window::default(), Some(ticket), SystemTime::now());
         tokio::time::sleep(RETRY).await;
-        for _ in 0..2 {
-            let granted = store.reserve(&key, Respects::ALL, now).await.unwrap();
-            assert!(
-                matches!(granted, Reservation::Granted(_)),
-                "the answered request still counts as out: {granted:?}"
-            );
-        }
+        assert_eq!(
+            left(&store, &key, now).await,
+            2,
+            "the answered request still counts as out"
+        );
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_reservation_no_call_waits_for_any_more_is_given_back() {
-        let store = Arc::new(MemoryStore::new());
-        let shared = Shared::new(store.clone(), DEADLINE);
-        let key = Key::named("api");
-        let now = SystemTime::now();
-        let two_left = Window {
-            quota: Some((2, now + RETRY * 60)),
-            ..Window::default()
-        };
-        store.merge(&key, two_left, None, now).await.unwrap();
+        let (store, shared, key, now) = two_left().await;
         // The call is dropped before its reservation comes back.
         drop(ask(&shared));
         tokio::task::yield_now().await;
         tokio::task::yield_now().await;
-        for _ in 0..2 {
-            let granted = store.reserve(&key, Respects::ALL, now).await.unwrap();
-            assert!(
-                matches!(granted, Reservation::Granted(_)),
-                "both still left"
-            );
-        }
+        assert_eq!(left(&store, &key, now).await, 2, "both still left");
     }
 }
