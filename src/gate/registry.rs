@@ -53,6 +53,14 @@ impl Registry {
         *clocks
     }
 
+    /// Takes in what another process, or an answer on another limit, said of `key` (see
+    /// [`Table::learn`]), and wakes whom it concerns once the table is unlocked.
+    pub(crate) fn learn(&self, key: &Key, report: Report, now: Instant) -> Option<Episode> {
+        let (wakes, episode) = self.lock().learn(key, report, now, self.capacity);
+        wakes.into_iter().for_each(Waker::wake);
+        episode
+    }
+
     /// Applies `change` to `key`'s gate, if it has one, and wakes whom the change freed once
     /// the table is unlocked.
     pub(crate) fn update(&self, key: &Key, change: impl FnOnce(&mut Gate)) {
@@ -84,29 +92,37 @@ pub(crate) struct Table {
 }
 
 impl Table {
-    /// Takes in what another process, or an answer on another limit, said of `key`: the turn
-    /// it brought the key's episode to, if it closed a key that was not closed.
+    /// Takes in what another process, or an answer on another limit, said of `key`: the wakers
+    /// of the calls it sends to look again, and the turn it brought the key's episode to, if
+    /// it closed a key that was not closed.
     pub(crate) fn learn(
         &mut self,
         key: &Key,
         report: Report,
         now: Instant,
         capacity: usize,
-    ) -> Option<Episode> {
+    ) -> (Vec<Waker>, Option<Episode>) {
         let closed = |table: &Table| {
             let gate = table.gates.get(key)?;
             gate.closed(now, Terms::EVERYTHING)
         };
         let held_before = closed(self).is_some();
-        match self.gates.get_mut(key) {
-            Some(gate) => gate.learn(report, now),
+        let wakes = match self.gates.get_mut(key) {
+            Some(gate) => {
+                gate.learn(report, now);
+                gate.take_wakes()
+            }
             None => {
                 let mut gate = Gate::new();
                 gate.learn(report, now);
                 self.keep(key, gate, now, capacity);
+                Vec::new()
             }
-        }
-        closed(self).filter(|_| !held_before).map(Episode::Closed)
+        };
+        (
+            wakes,
+            closed(self).filter(|_| !held_before).map(Episode::Closed),
+        )
     }
 
     /// Records `report` for a request on `key` let through as `admitted`, making the key's
@@ -244,6 +260,41 @@ mod tests {
         };
         gate.learn(report, now);
         gate
+    }
+
+    /// Counts the times it is woken.
+    #[derive(Default)]
+    struct Woken(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Woken {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn what_is_learned_of_a_key_wakes_the_call_waiting_at_its_gate() {
+        let now = Instant::now();
+        let registry = Registry::new(4, None);
+        let key = Key::named("api");
+        let mut gate = closed_gate(now);
+        let Arrival::Queued(id) = gate.arrive(now, TERMS, Duration::MAX) else {
+            panic!("a closed gate queues the call");
+        };
+        let woken = std::sync::Arc::new(Woken::default());
+        let waker = Waker::from(woken.clone());
+        assert!(
+            gate.poll_waiter(id, now, Duration::MAX, &waker, TERMS)
+                .is_err()
+        );
+        registry.lock().gates.insert(key.clone(), gate);
+        let longer = Report {
+            refused: true,
+            closed_until: Some(now + 120 * SECOND),
+            ..Report::default()
+        };
+        registry.learn(&key, longer, now);
+        assert_eq!(woken.0.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 
     #[test]

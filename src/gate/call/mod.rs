@@ -134,9 +134,7 @@ impl Call {
         if said.is_global() {
             if self.whole().is_some() {
                 // (The call's own limit closes with its answer, which tells the episode.)
-                registry
-                    .lock()
-                    .learn(whole, *report, now, registry.capacity);
+                registry.learn(whole, *report, now);
             }
             self.share_global(whole, report, now);
             return None;
@@ -153,9 +151,7 @@ impl Call {
             return None;
         }
         let limit = whole.within(group);
-        let episode = registry
-            .lock()
-            .learn(&limit, *report, now, registry.capacity);
+        let episode = registry.learn(&limit, *report, now);
         self.share(std::iter::once(limit.clone()), *report, now);
         *report = Report {
             server_clock: report.server_clock,
@@ -281,10 +277,7 @@ impl Call {
         let registry = &self.gates.registry;
         let clocks = registry.clocks();
         let until = clocks.instant(until).max(after(now, LEAST_HOLD));
-        let episode =
-            registry
-                .lock()
-                .learn(&self.key, window.to_report(&clocks), now, registry.capacity);
+        let episode = registry.learn(&self.key, window.to_report(&clocks), now);
         let held = match self.not_before(until, HeldBy::Fleet, now, budget) {
             Entered::NotBefore(until, _) => Entered::Held(until),
             other => other,

@@ -321,9 +321,12 @@ impl Gate {
             .map_err(|(until, unit)| (until, HeldBy::TokenCost { unit }))
     }
 
-    /// Takes in what another process learned, through a shared store.
+    /// Takes in what another process learned, through a shared store, or what an answer on
+    /// another limit said: the calls at the head of the queue look again, so that a closure
+    /// longer than they may wait turns them away now, not when the one they waited for ends.
     pub(crate) fn learn(&mut self, report: Report, now: Instant) {
         self.take_in(report, None, now);
+        self.queues.wake_heads();
     }
 
     /// A request let through as `admitted` ended without a response (dropped, or a transport
@@ -933,6 +936,33 @@ mod tests {
         assert_eq!(gate.closed_for(now, Terms::EVERYTHING), Some(10 * SECOND));
         gate.learn(closed(now + 20 * SECOND), now);
         assert_eq!(gate.closed_for(now, Terms::EVERYTHING), Some(20 * SECOND));
+    }
+
+    #[test]
+    fn a_longer_closure_learned_elsewhere_wakes_the_call_waiting_to_look_again() {
+        let (now, mut gate, waker, ids) = closed_with_waiters(SECOND, 2);
+        let (woken, head) = self::waker();
+        assert_eq!(gate.ask(ids[0], now, &head, TERMS), Err(Some(now + SECOND)));
+        assert_eq!(
+            gate.ask(ids[1], now, &waker, TERMS),
+            Err(None),
+            "behind the head"
+        );
+        gate.learn(closed(now + 120 * SECOND), now);
+        gate.take_wakes().into_iter().for_each(Waker::wake);
+        assert_eq!(
+            woken.0.load(Ordering::SeqCst),
+            1,
+            "the head looks again now"
+        );
+        assert_eq!(
+            gate.poll_waiter(ids[0], now, 30 * SECOND, &head, TERMS),
+            Err(Look::Beyond(Closed {
+                left: 120 * SECOND,
+                by: HeldBy::Fleet
+            })),
+            "and is turned away at once: it may not wait that long"
+        );
     }
 
     #[test]
