@@ -295,7 +295,8 @@ fn futures_chunks(
 
 /// The server's explicit verdict overrides the table on any method: it knows whether the
 /// request ran. `x-should-retry: true` on a POST 502 resends it; without the header, or with
-/// `false`, the POST is sent once; `false` on a GET 503 stops the retry the table allows.
+/// `false` (in any line of it), the POST is sent once; `false` on a GET 503 stops the retry
+/// the table allows.
 #[tokio::test(start_paused = true)]
 async fn the_servers_verdict_decides_whether_a_post_5xx_is_sent_again() {
     let verdict = |value: &'static str| vec![header("x-should-retry", value)];
@@ -310,6 +311,19 @@ async fn the_servers_verdict_decides_whether_a_post_5xx_is_sent_again() {
         assert_eq!(response.unwrap().status(), StatusCode::BAD_GATEWAY);
         assert_eq!(silent.count("POST", "/capture"), 1);
     }
+
+    let disagreeing = vec![
+        header("x-should-retry", "true"),
+        header("x-should-retry", "false"),
+    ];
+    let torn = TestServer::start(fails(502, 1, disagreeing)).await;
+    let response = send(RateLimitLayer::new(), post(&torn, "/capture")).await;
+    assert_eq!(response.unwrap().status(), StatusCode::BAD_GATEWAY);
+    assert_eq!(
+        torn.count("POST", "/capture"),
+        1,
+        "one line of two forbade it"
+    );
 
     let forbidden = TestServer::start(fails(503, 1, verdict("false"))).await;
     let response = send(RateLimitLayer::new(), get(&forbidden, "/items")).await;

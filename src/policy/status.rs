@@ -190,15 +190,24 @@ const X_SHOULD_RETRY: HeaderName = HeaderName::from_static("x-should-retry");
 const STRIPE_SHOULD_RETRY: HeaderName = HeaderName::from_static("stripe-should-retry");
 
 /// The server's own verdict, `x-should-retry: true|false` (OpenAI, Anthropic) or
-/// `Stripe-Should-Retry`; where both are sent, the first that says either.
+/// `Stripe-Should-Retry`, in any case. Where several lines disagree, `false` wins: a retry the
+/// server forbade in one of them may run a request twice that it said must not be.
 fn should_retry(headers: &http::HeaderMap) -> Option<bool> {
-    [X_SHOULD_RETRY, STRIPE_SHOULD_RETRY]
+    let names = [X_SHOULD_RETRY, STRIPE_SHOULD_RETRY];
+    let verdicts = names
         .iter()
-        .find_map(|name| match headers.get(name)?.as_bytes() {
-            b"true" => Some(true),
-            b"false" => Some(false),
-            _ => None,
-        })
+        .flat_map(|name| headers.get_all(name))
+        .filter_map(|value| {
+            let value = value.as_bytes().trim_ascii();
+            if value.eq_ignore_ascii_case(b"false") {
+                Some(false)
+            } else if value.eq_ignore_ascii_case(b"true") {
+                Some(true)
+            } else {
+                None
+            }
+        });
+    verdicts.reduce(|all, verdict| all && verdict)
 }
 
 #[cfg(test)]
@@ -355,6 +364,37 @@ mod tests {
         assert_eq!(
             verdict(&policy, &get, Outcome::Response(&outcome)),
             Action::Return
+        );
+    }
+
+    #[test]
+    fn of_verdicts_that_disagree_false_wins_whichever_header_or_line_comes_first() {
+        let post = request("POST");
+        let says = |lines: &[(&str, &str)]| {
+            let mut response = Response::builder().status(503);
+            for (name, value) in lines {
+                response = response.header(*name, *value);
+            }
+            let response = response.body(()).unwrap();
+            verdict(&StatusPolicy::new(), &post, Outcome::Response(&response))
+        };
+        let (x, stripe) = ("x-should-retry", "stripe-should-retry");
+        assert_eq!(says(&[(x, "true"), (x, "false")]), Action::Return);
+        assert_eq!(says(&[(x, "false"), (x, "true")]), Action::Return);
+        assert_eq!(says(&[(stripe, "false"), (x, "true")]), Action::Return);
+        assert_eq!(says(&[(x, "true"), (stripe, "false")]), Action::Return);
+        assert_eq!(says(&[(x, "maybe"), (stripe, "true")]), Action::Retry);
+        assert_eq!(says(&[(x, "TRUE")]), Action::Retry);
+        let get = request("GET");
+        let upper = Response::builder()
+            .status(503)
+            .header(x, "False")
+            .body(())
+            .unwrap();
+        assert_eq!(
+            verdict(&StatusPolicy::new(), &get, Outcome::Response(&upper)),
+            Action::Return,
+            "a verdict in capitals is still the server's"
         );
     }
 
