@@ -449,16 +449,17 @@ impl<P> RateLimitLayer<P> {
     /// ```
     /// use std::sync::Arc;
     /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::time::Duration;
     /// use tower_retry_after::{Notice, RateLimitLayer};
     ///
-    /// // Counts the episodes, and lets no call wait out a closure of more than a minute.
+    /// // Counts the episodes, and lets no call wait out a rate limit of more than a minute.
     /// let episodes = Arc::new(AtomicU64::new(0));
     /// let counted = episodes.clone();
     /// let layer = RateLimitLayer::new().on_rate_limit(move |notice: &Notice<'_>| {
     ///     if let Notice::Closed { .. } = notice {
     ///         counted.fetch_add(1, Ordering::Relaxed);
     ///     }
-    ///     !matches!(notice, Notice::Wait { wait, .. } if wait.as_secs() > 60)
+    ///     !matches!(notice, Notice::Wait { wait, .. } if *wait > Duration::from_secs(60))
     /// });
     /// # drop(layer);
     /// ```

@@ -15,11 +15,13 @@ use crate::throttled::HeldBy;
 /// [`RateLimitLayer::on_rate_limit`](crate::RateLimitLayer::on_rate_limit).
 ///
 /// ```
+/// use std::time::Duration;
 /// use tower_retry_after::{Notice, RateLimitLayer};
 ///
 /// let layer = RateLimitLayer::new().on_rate_limit(|notice: &Notice<'_>| match notice {
-///     // Never wait more than ten seconds for this upstream: give the caller what it has.
-///     Notice::Wait { wait, .. } => wait.as_secs() <= 10,
+///     // Never wait out a rate limit of more than ten seconds for this upstream: give the
+///     // caller what it has. (A transient failure's backoff is the budget's to bound.)
+///     Notice::Wait { wait, .. } => *wait <= Duration::from_secs(10),
 ///     Notice::Closed { key, left, by } => {
 ///         eprintln!("{key} closed for {left:?}: {by}");
 ///         true

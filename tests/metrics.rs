@@ -226,3 +226,49 @@ async fn the_first_answer_that_names_its_limit_sets_that_limits_remaining() {
         "{export}"
     );
 }
+
+/// A window the server said is spent closes the key for its reset, and the gauge says so;
+/// once the reset passed and the key's calls are answered again, the gauge is back to 0, as
+/// after a refusal's closure ("0 once it reopens").
+#[tokio::test(start_paused = true)]
+async fn the_closed_gauge_is_zero_again_once_a_spent_window_has_passed() {
+    let prometheus = Prometheus::default();
+    let _installed = metrics::set_default_local_recorder(&prometheus);
+    let received = Arc::new(AtomicUsize::new(0));
+    let counted = received.clone();
+    let inner = tower::service_fn(move |_request: Request<String>| {
+        let nth = counted.fetch_add(1, Ordering::SeqCst);
+        let remaining = if nth == 0 { 0 } else { 9 };
+        async move {
+            let response = Response::builder()
+                .header("x-ratelimit-limit", "10")
+                .header("x-ratelimit-remaining", remaining.to_string())
+                .header("x-ratelimit-reset", "2")
+                .body(String::new())
+                .unwrap();
+            Ok::<_, tower::BoxError>(response)
+        }
+    });
+    let service = RateLimitLayer::new().layer(inner);
+    let get = || {
+        Request::get("https://api.test/v1/items")
+            .body(String::new())
+            .unwrap()
+    };
+    service.clone().oneshot(get()).await.unwrap();
+    let closed = value(&prometheus.render(), "tower_retry_after_closed_seconds");
+    assert!((1.9..2.1).contains(&closed), "{closed}");
+    for _ in 0..3 {
+        service.clone().oneshot(get()).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    service.clone().oneshot(get()).await.unwrap();
+    assert_eq!(received.load(Ordering::SeqCst), 5);
+    let export = prometheus.render();
+    assert_eq!(value(&export, "tower_retry_after_remaining"), 9.0);
+    assert_eq!(
+        value(&export, "tower_retry_after_closed_seconds"),
+        0.0,
+        "reopened: {export}"
+    );
+}

@@ -939,3 +939,98 @@ async fn a_closure_a_call_learns_from_the_store_is_an_episode_closed_before_it_r
     assert_eq!(*first_turns.lock().unwrap(), ["closed", "reopened"]);
     assert_eq!(*second_turns.lock().unwrap(), ["closed", "reopened"]);
 }
+
+/// A window the server said is spent is an episode as a refusal is: one `info` (and one
+/// notice) when it is spent, one when the key's calls go again after its reset.
+#[tokio::test(start_paused = true)]
+async fn a_spent_window_is_one_info_when_spent_and_one_when_the_key_reopens() {
+    let (received, inner) = numbered(|nth| {
+        let remaining = if nth == 1 { 0 } else { 9 };
+        Ok(Response::builder()
+            .header("x-ratelimit-limit", "10")
+            .header("x-ratelimit-remaining", remaining.to_string())
+            .header("x-ratelimit-reset", "2")
+            .body(String::new())
+            .unwrap())
+    });
+    let notices = Arc::new(Mutex::new(Vec::new()));
+    let told = notices.clone();
+    let layer = RateLimitLayer::new().on_rate_limit(move |notice: &Notice<'_>| {
+        told.lock().unwrap().push(format!("{notice:?}"));
+        true
+    });
+    let service = layer.layer(inner);
+    let (events, ()) = events_of(async {
+        for _ in 0..4 {
+            let response = service.clone().oneshot(get()).await.unwrap();
+            assert_eq!(response.status(), 200);
+        }
+    })
+    .await;
+    assert_eq!(*received.lock().unwrap(), 4);
+    let episodes: Vec<&str> = named(&events, "rate-limit episode")
+        .iter()
+        .map(|event| event["episode"].as_str())
+        .collect();
+    assert_eq!(episodes, ["spent", "reopened"], "{events:#?}");
+    let notices = notices.lock().unwrap().clone();
+    let count = |kind: &str| notices.iter().filter(|n| n.starts_with(kind)).count();
+    assert_eq!(count("Closed"), 1, "{notices:#?}");
+    assert_eq!(count("Reopened"), 1, "{notices:#?}");
+}
+
+/// The hook of `Notice`'s documentation, "never wait out a rate limit of more than ten
+/// seconds": a 429 naming 10.001 s is returned at once (not read as ten whole seconds), one
+/// naming 2 s is waited.
+#[tokio::test(start_paused = true)]
+async fn the_documented_hook_returns_a_rate_limit_of_more_than_ten_seconds_at_once() {
+    let _unread = unread();
+    let (received, inner) = numbered(|nth| {
+        let response = match nth {
+            1 => Response::builder()
+                .status(429)
+                .header("retry-after-ms", "10001"),
+            2 => Response::builder().status(429).header("retry-after", "2"),
+            _ => Response::builder().status(200),
+        };
+        Ok(response.body(String::new()).unwrap())
+    });
+    let layer = RateLimitLayer::new()
+        .jitter_seed(1)
+        .on_rate_limit(|notice: &Notice<'_>| match notice {
+            Notice::Wait { wait, .. } => *wait <= Duration::from_secs(10),
+            _ => true,
+        });
+    let service = layer.layer(inner);
+    let started = tokio::time::Instant::now();
+    let refused = service.clone().oneshot(get()).await.unwrap();
+    assert_eq!(refused.status(), 429);
+    assert_eq!(started.elapsed(), Duration::ZERO, "returned at once");
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    let waited = service.oneshot(get()).await.unwrap();
+    assert_eq!(waited.status(), 200, "two seconds are waited");
+    assert_eq!(*received.lock().unwrap(), 3);
+}
+
+/// A transient failure's backoff is a wait the layer decided, as a wait at the gate is: its
+/// end is told with the true wait (`events.rs`: "and its end with the true wait").
+#[tokio::test(start_paused = true)]
+async fn a_backoff_after_a_503_says_when_it_is_over() {
+    let (_received, inner) = numbered(|nth| {
+        let status = if nth == 1 { 503 } else { 200 };
+        Ok(Response::builder()
+            .status(status)
+            .body(String::new())
+            .unwrap())
+    });
+    let service = RateLimitLayer::new().layer(inner);
+    let (events, ()) = events_of(async {
+        let response = service.oneshot(get()).await.unwrap();
+        assert_eq!(response.status(), 200);
+    })
+    .await;
+    assert_eq!(waits(&events).len(), 1, "{events:#?}");
+    let over = named(&events, "rate-limit wait over");
+    assert_eq!(over.len(), 1, "{events:#?}");
+    assert_eq!(over[0]["attempt"], "2");
+}

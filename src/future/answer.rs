@@ -260,6 +260,7 @@ where
                 telemetry::waited(self.gate.as_ref().map(Call::key), decision.wait);
                 Step::Next(State::Sleeping {
                     sleep: Box::pin(tokio::time::sleep_until(after(now, decision.wait))),
+                    since: now,
                     body,
                 })
             }

@@ -91,8 +91,8 @@ pin_project! {
         Entering { body: B },
         // At the gate: asleep until the head of the queue may look again, or the budget ends.
         Waiting { sleep: Timer, since: Instant, place: Place, body: B },
-        // A backoff the call sleeps itself.
-        Sleeping { sleep: Timer, body: B },
+        // A backoff the call sleeps itself, since then.
+        Sleeping { sleep: Timer, since: Instant, body: B },
         // Let through by its gate: waiting for the store shared with other processes to
         // reserve the request.
         Reserving { reserving: Reserving, pass: Pass, body: B },
@@ -183,8 +183,10 @@ where
                     let pass = pass.take();
                     this.answered(result, pass)
                 }
-                StateProj::Sleeping { sleep, .. } => {
+                StateProj::Sleeping { sleep, since, .. } => {
                     ready!(sleep.as_mut().poll(cx));
+                    let key = this.gate.as_ref().map(Call::key);
+                    events::waited(key, Instant::now() - *since, this.budget.retries() + 1);
                     match this.state.as_mut().project_replace(State::Done) {
                         StateOwned::Sleeping { body, .. } => Step::Next(State::Entering { body }),
                         _ => continue,
@@ -397,6 +399,7 @@ where
         telemetry::waited(self.gate.as_ref().map(Call::key), wait);
         Step::Next(State::Sleeping {
             sleep: Box::pin(tokio::time::sleep_until(after(now, wait))),
+            since: now,
             body,
         })
     }

@@ -119,10 +119,12 @@ impl Table {
                 Vec::new()
             }
         };
-        (
-            wakes,
-            closed(self).filter(|_| !held_before).map(Episode::Closed),
-        )
+        let episode = closed(self).filter(|_| !held_before).map(Episode::Closed);
+        let episode = match self.gates.get_mut(key) {
+            Some(gate) => gate.told(episode),
+            None => episode,
+        };
+        (wakes, episode)
     }
 
     /// Records `report` for a request on `key` let through as `admitted`, making the key's
@@ -295,6 +297,38 @@ mod tests {
         };
         registry.learn(&key, longer, now);
         assert_eq!(woken.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_spent_window_learned_from_the_store_reopens_with_the_first_healthy_answer_after_it() {
+        let now = Instant::now();
+        let mut table = Table::default();
+        let key = Key::named("api");
+        table.gates.insert(key.clone(), Gate::new());
+        let spent = Report {
+            quota: Some(Quota {
+                remaining: 0,
+                reset_at: now + SECOND,
+                second: None,
+            }),
+            limit: Some(10),
+            ..Report::default()
+        };
+        let (_, episode) = table.learn(&key, spent, now, 4);
+        assert!(matches!(episode, Some(Episode::Closed(_))));
+        let reset = now + 2 * SECOND;
+        let gate = table.gates.get_mut(&key).unwrap();
+        let Arrival::Admitted(admitted) = gate.arrive(reset, TERMS, Duration::MAX) else {
+            panic!("the window reset");
+        };
+        assert!(
+            admitted.probe.is_none(),
+            "its whole quota came back: no probe"
+        );
+        assert_eq!(
+            gate.answered(admitted, Report::default(), reset),
+            Some(Episode::Reopened)
+        );
     }
 
     #[test]

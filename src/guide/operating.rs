@@ -44,6 +44,7 @@
 //! ```
 //! use std::sync::Arc;
 //! use std::sync::atomic::{AtomicU64, Ordering};
+//! use std::time::Duration;
 //! use tower_retry_after::{Notice, RateLimitLayer};
 //!
 //! let episodes = Arc::new(AtomicU64::new(0));
@@ -53,7 +54,7 @@
 //!         counted.fetch_add(1, Ordering::Relaxed);
 //!         true
 //!     }
-//!     Notice::Wait { wait, .. } => wait.as_secs() <= 10,
+//!     Notice::Wait { wait, .. } => *wait <= Duration::from_secs(10),
 //!     _ => true,
 //! });
 //! # drop(layer);

@@ -18,7 +18,8 @@ pub(crate) enum Episode {
     /// The key closed (a refusal, or a window the server said is spent), for this long, by
     /// this: nothing held it before.
     Closed(Closed),
-    /// The probe after a closure came back healthy: calls go again.
+    /// The probe after a closure, or the first answer after a spent window came back whole,
+    /// was healthy: calls go again.
     Reopened,
 }
 

@@ -70,6 +70,9 @@ pub(crate) struct Gate {
     /// The key's token meters, less what calls declaring their cost spent.
     tokens: KnownTokens,
     queues: Queues,
+    /// An episode was told closed and not yet reopened: a spent window's reset, where the
+    /// quota comes back whole without a probe, reopens it with the first healthy answer after.
+    told_closed: bool,
 }
 
 impl Gate {
@@ -265,7 +268,8 @@ impl Gate {
         let held_before = self.closed(now, Terms::EVERYTHING).is_some();
         let answers_the_probe = self.answers_the_probe(admitted, report.refused);
         let follows_closure = answers_the_probe && self.reopening.follows_closure();
-        let reopened = follows_closure && !report.refused;
+        let after_the_closure = self.told_closed && admitted.epoch == self.epoch;
+        let reopened = (follows_closure || after_the_closure) && !report.refused;
         // The probe after a closure, refused: the key never reopened, and the closure this
         // refusal sets goes on the same episode, told once.
         let still_closed = follows_closure && report.refused;
@@ -287,11 +291,22 @@ impl Gate {
         }
         self.take_in(report, Some(admitted), now);
         self.queues.wake_heads();
-        match self.closed(now, Terms::EVERYTHING) {
+        let episode = match self.closed(now, Terms::EVERYTHING) {
             Some(_) if held_before || still_closed => None,
             Some(closed) => Some(Episode::Closed(closed)),
             None => reopened.then_some(Episode::Reopened),
+        };
+        self.told(episode)
+    }
+
+    /// Remembers the turn of the key's episode about to be told, and gives it back.
+    pub(crate) fn told(&mut self, episode: Option<Episode>) -> Option<Episode> {
+        match episode {
+            Some(Episode::Closed(_)) => self.told_closed = true,
+            Some(Episode::Reopened) => self.told_closed = false,
+            None => {}
         }
+        episode
     }
 
     /// Takes in what a response said of the key's token meters ([`TokenMeters::NONE`] where
