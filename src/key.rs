@@ -137,29 +137,43 @@ impl Key {
     fn of_origin(scheme: Option<Scheme>, authority: Authority) -> Option<Key> {
         // Userinfo is a credential, no part of the origin: it would be printed with the key.
         let text = authority.as_str();
-        let (mut host_and_port, had_userinfo) = match text.bytes().rposition(|byte| byte == b'@') {
+        let (host_and_port, had_userinfo) = match text.bytes().rposition(|byte| byte == b'@') {
             Some(at) => (&text[at + 1..], true),
             None => (text, false),
         };
-        // The scheme's own port written out names the same origin as the port left out
-        // (`https://api.test:443` is `https://api.test`): one server, one limit, one gate.
+        // A port names the same origin however it is written (RFC 3986 §6.2.3): the scheme's
+        // own port or an empty one as none (`https://api.test:443` and `https://api.test:` are
+        // `https://api.test`), and without leading zeros. One server, one limit, one gate.
+        let host_end = match host_and_port.strip_prefix('[') {
+            Some(bracketed) => bracketed
+                .find(']')
+                .map_or(host_and_port.len(), |end| end + 2),
+            None => host_and_port.find(':').unwrap_or(host_and_port.len()),
+        };
+        let (host, port) = host_and_port.split_at(host_end);
         let default_port = match scheme.as_ref().map(Scheme::as_str) {
             Some("http") => Some(80),
             Some("https") => Some(443),
             _ => None,
         };
-        let explicit_default = default_port.is_some() && authority.port_u16() == default_port;
-        if explicit_default {
-            if let Some(colon) = host_and_port.bytes().rposition(|byte| byte == b':') {
-                host_and_port = &host_and_port[..colon];
-            }
-        }
+        let number = authority
+            .port_u16()
+            .filter(|number| Some(*number) != default_port);
+        // (`:` and the digits of the number, if one is kept.)
+        let kept = number.map_or(0, |number| {
+            2 + number.checked_ilog10().unwrap_or(0) as usize
+        });
+        let written_otherwise = port.len() != kept;
         // Authorities compare without case; lowered once here, keys compare byte for byte.
         let authority = if had_userinfo
-            || explicit_default
-            || host_and_port.bytes().any(|byte| byte.is_ascii_uppercase())
+            || written_otherwise
+            || host.bytes().any(|byte| byte.is_ascii_uppercase())
         {
-            host_and_port.to_ascii_lowercase().parse().ok()?
+            let host = host.to_ascii_lowercase();
+            match number {
+                Some(number) => format!("{host}:{number}").parse().ok()?,
+                None => host.parse().ok()?,
+            }
         } else {
             authority
         };

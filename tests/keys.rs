@@ -180,3 +180,53 @@ async fn an_origin_with_its_default_port_written_out_is_the_same_gate() {
     );
     assert_eq!(sent.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
+
+/// An empty port is the port left out (RFC 3986 §6.2.3: "an explicit ":port", for which the
+/// port is empty or the default for the scheme, is equivalent to one where the port and its
+/// ":" delimiter are elided"), and a port with leading zeros is that port: reqwest's `Url`
+/// writes both as the origin's usual spelling, so a hyper stack given them would otherwise
+/// hold its calls at other gates than a reqwest client's.
+#[test]
+fn an_empty_port_or_a_port_with_leading_zeros_is_the_same_origin() {
+    let key = |uri: &str| Key::from_uri(&uri.parse().unwrap()).unwrap();
+    assert_eq!(key("https://api.test:/v1"), key("https://api.test/v1"));
+    assert_eq!(
+        key("https://api.test:08443/v1"),
+        key("https://api.test:8443/v1")
+    );
+    assert_eq!(
+        Key::from_origin("https://api.test:").unwrap().to_string(),
+        "https://api.test"
+    );
+}
+
+/// A 429 seen on `http://127.0.0.1:{port}` holds a call to `http://127.0.0.1:0{port}`: one
+/// server, one limit, one gate.
+#[tokio::test(start_paused = true)]
+async fn a_port_written_with_a_leading_zero_is_held_at_the_same_gate() {
+    let server = TestServer::start(refuses_first("/refused", 600)).await;
+    let layer = RateLimitLayer::new().gates(Gates::new());
+    let refused = spawn_get(&layer, &server, "/refused", None);
+    assert_eq!(
+        refused.await.unwrap(),
+        429,
+        "600 s is over the cap: returned at once"
+    );
+    let port = server.address.port();
+    let request = Request::get(format!("http://127.0.0.1:0{port}/other"))
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let mut service = ServiceBuilder::new().layer(layer).service(client());
+    let held = service.ready().await.unwrap().call(request).await;
+    assert!(
+        held.as_ref()
+            .is_err_and(|error| error.is::<tower_retry_after::Throttled>()),
+        "the origin's gate is closed for 600 s: {:?}",
+        held.map(|response| response.status())
+    );
+    assert_eq!(
+        server.count("GET", "/other"),
+        0,
+        "nothing sent into the closure"
+    );
+}
