@@ -486,3 +486,107 @@ async fn declared_token_costs_keep_reqwest_calls_off_a_token_quota_longer_than_t
     );
     println!("(declared, warm, refused): {figures:?}");
 }
+
+/// An error wrapped by a middleware, as reqwest-retry's `RetryError` wraps the
+/// `reqwest_middleware::Error` it gives up on: its source is that error.
+#[derive(Debug)]
+struct Wrapped(reqwest_middleware::Error);
+
+impl std::fmt::Display for Wrapped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("request failed after retries")
+    }
+}
+
+impl std::error::Error for Wrapped {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+/// Wraps every error of the rest of the chain in [`Wrapped`].
+struct Wrapping;
+
+#[async_trait::async_trait]
+impl reqwest_middleware::Middleware for Wrapping {
+    async fn handle(
+        &self,
+        request: reqwest::Request,
+        extensions: &mut http::Extensions,
+        next: reqwest_middleware::Next<'_>,
+    ) -> reqwest_middleware::Result<reqwest::Response> {
+        next.run(request, extensions)
+            .await
+            .map_err(|error| reqwest_middleware::Error::middleware(Wrapped(error)))
+    }
+}
+
+/// A middleware that wraps the chain's errors (reqwest-retry does, before the layer as the
+/// docs advise it) hides neither `Throttled` nor the rate limit from the caller.
+#[tokio::test(start_paused = true)]
+async fn throttled_is_found_under_a_middleware_that_wraps_the_error() {
+    let server = TestServer::start(fails(429, usize::MAX, vec![header("retry-after", 3600)])).await;
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(Wrapping)
+        .with(RateLimitLayer::new().middleware())
+        .build();
+    let refused = client.get(server.url("/items")).send().await.unwrap();
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    let result = client.get(server.url("/items")).send().await;
+    assert_eq!(
+        server.count("GET", "/items"),
+        1,
+        "the second call sent nothing"
+    );
+    let error = result.as_ref().unwrap_err();
+    assert!(
+        tower_retry_after::reqwest::throttled(error).is_some(),
+        "Throttled not found: {error:?}"
+    );
+    assert!(result.rate_limited().is_some(), "not rate limited: {error}");
+}
+
+/// A per-credential key (the `key` setter's recipe) over a reqwest client, the token set on
+/// each request as the module's documentation says (reqwest adds `default_headers` after the
+/// middleware ran): a 429 for one token does not hold another token's calls, as over a hyper
+/// stack, and does hold its own.
+#[tokio::test(start_paused = true)]
+async fn a_token_set_on_each_request_keys_its_calls() {
+    let server = TestServer::start(|_, path, _| {
+        if path == "/a" {
+            (429, vec![header("retry-after", 600)])
+        } else {
+            (200, vec![])
+        }
+    })
+    .await;
+    let layer = RateLimitLayer::new().key(|request: &http::request::Parts| {
+        match request.headers.get("authorization") {
+            Some(token) => Some(Key::credential(token.as_bytes())),
+            None => Key::origin(request),
+        }
+    });
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(layer.middleware())
+        .build();
+    let as_token = |token: &str, path: &str| {
+        client
+            .get(server.url(path))
+            .header("authorization", format!("Bearer {token}"))
+            .send()
+    };
+    let refused = as_token("alice", "/a").await.unwrap();
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    let result = as_token("bob", "/b").await;
+    assert_eq!(
+        result.as_ref().map(|response| response.status()).ok(),
+        Some(StatusCode::OK),
+        "bob's token was held by alice's 429: {result:?}"
+    );
+    let held = as_token("alice", "/b").await;
+    assert!(
+        held.rate_limited().is_some_and(|limited| !limited.sent()),
+        "alice's calls are held: {held:?}"
+    );
+    assert_eq!(server.count("GET", "/b"), 1);
+}

@@ -87,3 +87,34 @@ async fn reqwest_retry_after_the_layer_resends_inside_the_window() {
         server.count("POST", "/capture")
     );
 }
+
+/// reqwest-retry before (outside) the layer, as the docs advise: a call the layer declines at a
+/// gate closed for an hour still reads as `Throttled` and as rate limited. reqwest-retry wraps
+/// every error it returns in its `RetryError`, whose source is the `reqwest_middleware::Error`
+/// holding the `Throttled`.
+#[tokio::test(start_paused = true)]
+async fn throttled_is_found_under_reqwest_retry_before_the_layer() {
+    use tower_retry_after::RateLimitedExt;
+    let server = TestServer::start(|_, _, _| (429, vec![header("retry-after", 3600)])).await;
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(reqwest_retry())
+        .with(RateLimitLayer::new().middleware())
+        .build();
+    // The 429 is over the cap: the layer returns it; reqwest-retry retries it, and the layer
+    // declines that retry at the closed gate, unsent.
+    let result = client.get(server.url("/items")).send().await;
+    assert_eq!(
+        server.count("GET", "/items"),
+        1,
+        "the retry was declined, unsent"
+    );
+    let error = result.as_ref().unwrap_err();
+    assert!(
+        tower_retry_after::reqwest::throttled(error).is_some(),
+        "Throttled not found under reqwest-retry's error: {error:?}"
+    );
+    assert!(
+        result.rate_limited().is_some(),
+        "not read as rate limited: {error}"
+    );
+}

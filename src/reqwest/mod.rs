@@ -26,6 +26,11 @@
 //!   those of the attempt whose response it gets.
 //! - A [`TokenCost`](crate::TokenCost) declared with reqwest-middleware's
 //!   `RequestBuilder::with_extension` is spent at the key's gate, as for a hyper stack.
+//! - A [`key`](crate::RateLimitLayer::key) function sees the request as the middleware gets
+//!   it: reqwest adds a client's `default_headers` after the middleware has run, so a key read
+//!   from a header (`Key::credential` of an `authorization`) needs that header set on each
+//!   request (`RequestBuilder::header`, or a middleware before this one); one left to
+//!   `default_headers` is not there to read, and every token shares the origin's gate.
 //! - reqwest's own `timeout` bounds each request sent, not the call: for a bound on the whole
 //!   call, waits included, wrap it in `tokio::time::timeout` (above `max_wait`, as for a
 //!   `Timeout` outside a tower stack).
@@ -38,7 +43,7 @@
 //! then it sees only what this middleware returns, and a retry of its own goes through the
 //! key's gate, which holds it until the server's time. Attached after (inside), it would see
 //! every 429 first and resend it after its own backoff, inside the window the server named and
-//! past the gate: a second refusal by construction (`tests/reqwest.rs` counts both orders: 2
+//! past the gate: a second refusal by construction (`interop/tests/reqwest_retry.rs` counts both orders: 2
 //! requests before, more after). Give it a strategy that leaves 429 and non-idempotent 5xx
 //! alone if it must not undo this middleware's decisions.
 //!
@@ -196,11 +201,19 @@ where
 /// ```
 pub fn throttled(error: &reqwest_middleware::Error) -> Option<&Throttled> {
     match error {
-        reqwest_middleware::Error::Middleware(error) => error
-            .chain()
-            .find_map(|cause| cause.downcast_ref::<Throttled>()),
+        reqwest_middleware::Error::Middleware(error) => error.chain().find_map(throttled_in),
         reqwest_middleware::Error::Reqwest(_) => None,
     }
+}
+
+/// The [`Throttled`] `cause` is, or wraps as a `reqwest_middleware::Error`: that error is
+/// transparent, so its own `source` skips the error it holds (as under `reqwest-retry`'s).
+fn throttled_in<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a Throttled> {
+    cause.downcast_ref::<Throttled>().or_else(|| {
+        cause
+            .downcast_ref::<reqwest_middleware::Error>()
+            .and_then(throttled)
+    })
 }
 
 /// A reqwest client's result read as rate limited or not, as for a tower stack's: a 429 (or a
