@@ -8,7 +8,8 @@ const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 
 /// Whether sending `request` twice has the effect of sending it once: an idempotent method
 /// (RFC 9110 §9.2.2: GET, HEAD, OPTIONS, TRACE, PUT, DELETE), or any request carrying an
-/// `Idempotency-Key` header (the server deduplicates it).
+/// `Idempotency-Key` header with a value (the server deduplicates it by that value: an empty
+/// one names nothing to deduplicate by).
 ///
 /// # Example
 ///
@@ -30,7 +31,11 @@ pub fn is_idempotent(request: &Parts) -> bool {
     matches!(
         request.method,
         Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE | Method::PUT | Method::DELETE
-    ) || request.headers.contains_key(IDEMPOTENCY_KEY)
+    ) || request
+        .headers
+        .get_all(IDEMPOTENCY_KEY)
+        .iter()
+        .any(|key| !key.as_bytes().trim_ascii().is_empty())
 }
 
 #[cfg(test)]
@@ -57,6 +62,18 @@ mod tests {
         for method in ["POST", "PATCH", "CONNECT", "PURGE"] {
             assert!(!is_idempotent(&parts(method, false)), "{method}");
             assert!(is_idempotent(&parts(method, true)), "{method} with a key");
+        }
+    }
+
+    #[test]
+    fn an_empty_idempotency_key_keys_nothing() {
+        for empty in ["", " "] {
+            let (post, _) = http::Request::post("/")
+                .header("Idempotency-Key", empty)
+                .body(())
+                .unwrap()
+                .into_parts();
+            assert!(!is_idempotent(&post), "{empty:?}");
         }
     }
 }
