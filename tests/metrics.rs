@@ -209,6 +209,57 @@ async fn a_wait_at_a_gate_the_call_left_for_its_limits_is_recorded() {
     );
 }
 
+/// A wait is recorded as it was taken, when it ends: a call dropped during its backoff
+/// recorded no wait it never took.
+#[tokio::test(start_paused = true)]
+async fn a_call_dropped_during_its_backoff_records_no_wait() {
+    let prometheus = Prometheus::default();
+    let _installed = metrics::set_default_local_recorder(&prometheus);
+    let received = Arc::new(AtomicUsize::new(0));
+    let counted = received.clone();
+    let failing = tower::service_fn(move |_request: Request<String>| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        async {
+            let response = Response::builder().status(503).body(String::new());
+            Ok::<_, tower::BoxError>(response.unwrap())
+        }
+    });
+    let service = RateLimitLayer::new().layer(failing);
+    let request = || {
+        Request::get("https://api.test/v1/items")
+            .body(String::new())
+            .unwrap()
+    };
+    let dropped = tokio::time::timeout(
+        Duration::from_millis(100),
+        service.clone().oneshot(request()),
+    );
+    assert!(dropped.await.is_err(), "dropped during its first backoff");
+    assert_eq!(received.load(Ordering::SeqCst), 1);
+    assert!(
+        !prometheus
+            .render()
+            .contains("tower_retry_after_wait_seconds"),
+        "{}",
+        prometheus.render()
+    );
+    let started = tokio::time::Instant::now();
+    let answered = service.oneshot(request()).await.unwrap();
+    assert_eq!(
+        answered.status(),
+        503,
+        "three retries, then the last answer"
+    );
+    let export = prometheus.render();
+    assert_eq!(value(&export, "tower_retry_after_wait_seconds_count"), 3.0);
+    let sum = value(&export, "tower_retry_after_wait_seconds_sum");
+    assert!(
+        (sum - started.elapsed().as_secs_f64()).abs() < 0.01,
+        "{sum} vs {:?}",
+        started.elapsed()
+    );
+}
+
 /// One call to a server that names the limit its answer counts against: the quota it says is
 /// left is that limit's gauge, from its first answer on.
 #[tokio::test(start_paused = true)]

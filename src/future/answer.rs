@@ -257,7 +257,6 @@ where
             }
             _ => {
                 self.budget.spend(&decision, decision.wait);
-                telemetry::waited(self.gate.as_ref().map(Call::key), decision.wait);
                 Step::Next(State::Sleeping {
                     sleep: Box::pin(tokio::time::sleep_until(after(now, decision.wait))),
                     since: now,

@@ -185,8 +185,10 @@ where
                 }
                 StateProj::Sleeping { sleep, since, .. } => {
                     ready!(sleep.as_mut().poll(cx));
-                    let key = this.gate.as_ref().map(Call::key);
-                    events::waited(key, Instant::now() - *since, this.budget.retries() + 1);
+                    let (key, waited) =
+                        (this.gate.as_ref().map(Call::key), Instant::now() - *since);
+                    events::waited(key, waited, this.budget.retries() + 1);
+                    telemetry::waited(key, waited);
                     match this.state.as_mut().project_replace(State::Done) {
                         StateOwned::Sleeping { body, .. } => Step::Next(State::Entering { body }),
                         _ => continue,
@@ -396,7 +398,6 @@ where
     fn sleep(&mut self, wait: Duration, body: B, now: Instant) -> Step<S::Future, B, S::Response> {
         self.unready();
         self.budget.add_wait(wait);
-        telemetry::waited(self.gate.as_ref().map(Call::key), wait);
         Step::Next(State::Sleeping {
             sleep: Box::pin(tokio::time::sleep_until(after(now, wait))),
             since: now,
