@@ -966,6 +966,52 @@ fn the_request_that_opens_a_window_after_a_refusal_without_an_instruction_is_the
     );
 }
 
+/// Where the request that opens a window after a refusal without an instruction takes its
+/// round's last token, and no rate refills the bucket, the round sends nothing of its own to be
+/// answered: it ends a period after the opener's answer, not a period after its patience.
+#[test]
+fn a_window_whose_last_token_the_opener_took_ends_a_period_after_the_openers_answer() {
+    let mut law = Learn::default();
+    let now = start();
+    let tags: Vec<_> = (0..3).map(|out| go(&mut law, now, out)).collect();
+    let heard = now + 20 * MS;
+    law.accepted(tags[0], now, heard);
+    law.refused(tags[1], heard, None, None);
+    // The third hangs (its round, unanswered, is not judged: no rate is tried); once it has
+    // hung the patience, the opener goes, and measures the period from the window's first send.
+    let later = now + PATIENCE;
+    let opener = go(&mut law, later, 1);
+    let answered = later + 20 * MS;
+    law.accepted(opener, later, answered);
+    let period = later.since(now);
+    assert_eq!(law.current_until(answered), Some(answered + period));
+}
+
+/// Where the opener leaves its round a token, the round sends a request of its own: that
+/// request's answer is its first, and times it.
+#[test]
+fn a_window_the_opener_left_a_token_is_timed_by_its_own_first_answer() {
+    let mut law = Learn::default();
+    let now = start();
+    let tags: Vec<_> = (0..4).map(|out| go(&mut law, now, out)).collect();
+    let heard = now + 20 * MS;
+    for tag in &tags[..2] {
+        law.accepted(*tag, now, heard);
+    }
+    law.refused(tags[2], heard, None, None);
+    // The fourth hangs until the opener's answer is in, then is dropped.
+    let later = now + PATIENCE;
+    let opener = go(&mut law, later, 1);
+    law.accepted(opener, later, later + 20 * MS);
+    law.abandoned(tags[3], later + 30 * MS);
+    let after = later + 40 * MS;
+    let own = go(&mut law, after, 0);
+    let answered = after + 20 * MS;
+    law.accepted(own, after, answered);
+    let period = later.since(now);
+    assert_eq!(law.current_until(answered), Some(answered + period));
+}
+
 #[test]
 fn a_guess_of_the_layers_holds_no_longer_than_the_laws_reset_and_costs_no_more() {
     let (mut law, reset) = on_trial(None, None);
