@@ -2799,4 +2799,40 @@ mod tests {
         assert!(gate.come(now + 20 * MS).is_ok());
         assert!(gate.come(now + 20 * MS).is_ok());
     }
+
+    /// A window restored again (its guessed reset, the first report's countdown, passed)
+    /// before its requests answered: their answers name the server's window in force, and a
+    /// spent one holds the next call.
+    #[test]
+    fn answers_to_a_restored_window_are_not_lost_when_it_is_restored_again() {
+        let now = Instant::now();
+        let (_, waker) = waker();
+        let mut gate = Gate::new();
+        let five = |remaining, reset_at| Report {
+            limit: Some(5),
+            ..quota(remaining, reset_at)
+        };
+        // The key's first answer came a second before the end of a window of five, spent.
+        let first = gate.come(now).unwrap();
+        gate.answered(first, five(0, now + SECOND), now);
+        // At the reset the whole quota is restored: five go, a sixth waits.
+        let reset = now + SECOND;
+        let out: Vec<Admission> = (0..5).map(|_| gate.come(reset).unwrap()).collect();
+        let sixth = gate.come(reset).unwrap_err();
+        // All five out: the sixth waits for the restored window's reset (taken as a second).
+        let at = gate.ask(sixth, reset, &waker, TERMS).unwrap_err().unwrap();
+        assert!(gate.ask(sixth, at, &waker, TERMS).is_err(), "five out");
+        // The five answer, slowly (1.5 s): the server's window is a minute, and they spent it.
+        let answered = reset + 1500 * MS;
+        for (n, admitted) in out.into_iter().enumerate() {
+            let left = 4 - n as u64;
+            gate.answered(admitted, five(left, answered + 58 * SECOND), answered);
+        }
+        let known = gate.quota(answered).map(|quota| quota.remaining);
+        assert!(
+            gate.ask(sixth, answered, &waker, TERMS).is_err(),
+            "the sixth was sent into a window the server just said is spent for 58 s \
+             (the gate knows {known:?} left)"
+        );
+    }
 }

@@ -229,8 +229,13 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
         seen: Option<u32>,
         now: T,
     ) -> bool {
+        // A report of an older epoch speaks of a window gone, but not where it names a later
+        // reset than a window a reset restored: then the restore was the guess, and it is
+        // the server's word on the window in force (its requests answered after the
+        // restored window's own reset passed).
+        let speaks_of_now = |known: &Quota<T>| self.restored && quota.reset_at > known.reset_at;
         match self.quota(now) {
-            Some(_) if epoch < self.epoch => false,
+            Some(known) if epoch < self.epoch && !speaks_of_now(&known) => false,
             Some(known) if !self.restored => {
                 let after_lowest =
                     seen.is_some_and(|seen| self.lowest_by.is_none_or(|by| went_after(seen, by)));
