@@ -19,6 +19,9 @@ pub(super) struct Known<T> {
     /// The rate was cut, and no round went unrefused since: a refusal now is the cut's debt.
     #[cfg_attr(feature = "redis", serde(default))]
     pub(super) rate_owing: bool,
+    /// The burst was cut, and no round went unrefused since: a refusal now is the cut's debt.
+    #[cfg_attr(feature = "redis", serde(default))]
+    pub(super) burst_owing: bool,
     /// `None` until a round whose refusals named an instruction is judged, or a refusal
     /// without one is followed by an acceptance.
     pub(super) period: Option<Duration>,
@@ -41,6 +44,7 @@ impl<T: Moment> Known<T> {
             burst: Search::new(accepted.max(1) as f64, 1.0),
             rate: Search::new(0.0, 0.0),
             rate_owing: false,
+            burst_owing: false,
             period: None,
             named: false,
             floor: Duration::ZERO,
@@ -114,15 +118,19 @@ impl<T: Moment> Known<T> {
 fn judge<T: Moment>(known: &mut Known<T>, round: &Round<T>, now: T) {
     let (cost, held) = (round.cost.as_secs_f64(), round.held);
     let period = known.period.unwrap_or(ANSWER);
+    let burst_owing = known.burst_owing;
     let (burst, rate) = (&mut known.burst, &mut known.rate);
     if round.burst_refused || (round.trial_refused && burst.trying) {
         let accepted = (round.burst_accepted + round.paced_accepted).min(round.burst_sent) as f64;
-        burst.refused(
-            accepted + 1.0,
-            accepted.max(1.0).min(burst.value),
-            cost,
-            now,
-        );
+        // Refused again before a round went unrefused since its last cut: what was accepted
+        // of it overstates what the server holds (arrivals spread over what it counts).
+        let most = if burst_owing && !burst.trying {
+            burst.value * BETA
+        } else {
+            burst.value
+        };
+        burst.refused(accepted + 1.0, accepted.max(1.0).min(most), cost, now);
+        known.burst_owing = true;
     } else if let Some(out) = round.crowded {
         let out = out as f64;
         burst.refused(out, (out - 1.0).max(1.0).min(burst.value), cost, now);
@@ -153,6 +161,7 @@ fn judge<T: Moment>(known: &mut Known<T>, round: &Round<T>, now: T) {
         return;
     }
     known.rate_owing = false;
+    known.burst_owing = false;
     if held.token {
         if rate.may_raise(now, period) {
             rate.raise();

@@ -20,7 +20,9 @@
 //!    windows. A rate refused again before a round went unrefused since its last cut is that
 //!    cut's debt (what the overshoot drained or counted lands on the requests after it): it
 //!    is cut again and its cost repaid from then, but the least value refused and the step
-//!    stay where the cut set them (3).
+//!    stay where the cut set them (3). A burst refused again so falls to what was accepted,
+//!    [`BETA`] of its value at most: a second count says the first overstated what the
+//!    server holds (arrivals spread over a cap in flight are accepted nearly whole).
 //! 2. **A round that held calls back unrefused raises what held them**: the rate where they
 //!    waited for its tokens, the burst where they waited for requests out or for a window's
 //!    reset. While no burst was refused since it was last above its value, the burst climbs:

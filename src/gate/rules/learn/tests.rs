@@ -659,6 +659,39 @@ fn a_refused_burst_falls_to_what_of_it_was_accepted_paced_or_not_but_no_more_tha
 }
 
 #[test]
+fn a_burst_refused_again_before_a_round_went_unrefused_falls_by_beta_at_most() {
+    let mut known = Known::new(20);
+    let burst_refused = |burst: u64, accepted: u64| {
+        let mut round = round_of(burst);
+        (round.burst_sent, round.burst_refused) = (burst, true);
+        (round.burst_accepted, round.refused) = (accepted, Some(None));
+        round
+    };
+    known.judge(&burst_refused(20, 19), start() + SECOND);
+    assert_eq!(known.burst(), 19, "the first refusal: to what was accepted");
+    // Refused again, nearly whole again: what is accepted of a burst overstates what the
+    // server holds (arrivals spread over a cap in flight).
+    known.judge(&burst_refused(19, 18), start() + 2 * SECOND);
+    assert_eq!(
+        known.burst(),
+        (19.0 * BETA) as u64,
+        "the debt: by β at most"
+    );
+    assert_eq!(
+        known.burst.max,
+        Some(19.0),
+        "the least refused, as any refusal sets it"
+    );
+    // Less accepted than β of it: to what was.
+    known.judge(&burst_refused(13, 8), start() + 3 * SECOND);
+    assert_eq!(known.burst(), 8);
+    // A round unrefused pays the debt: the next refusal falls to what was accepted.
+    known.judge(&round_of(8), start() + 4 * SECOND);
+    known.judge(&burst_refused(8, 7), start() + 5 * SECOND);
+    assert_eq!(known.burst(), 7);
+}
+
+#[test]
 fn a_raise_of_the_burst_that_bound_in_a_round_the_rate_got_refused_stays_on_trial() {
     let mut known = Known::new(5);
     known.burst.raise_to(6.0);
