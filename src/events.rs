@@ -11,7 +11,7 @@
 //! - `trace`, target `tower_retry_after::learn`, per round the law that learns a limit no one
 //!   publishes judged on a key (`key`, `round`, `sent`, `accepted`, `refused`; what the key
 //!   goes by after it: `burst`, `rate`, `period_ms`; and where each search stands:
-//!   `burst_value`, `_least_refused`, `_step`, `_undone`, `_on_trial`). For whoever tunes the
+//!   `burst_value`, `_least_refused`, `_step`, `_undone`, `_on_trial`; `rate_owing`, `burst_owing`: its next refusal is its last cut's debt). For whoever tunes the
 //!   law. A gate's law judges the answers of every layer on the key, learning or not; a
 //!   fleet's law, kept in its store, is not told.
 //! - `warn`, once per layer, for a mistake the layer can see for itself: it is given the
@@ -141,6 +141,7 @@ pub(crate) fn round_judged(key: &Key, judged: Option<Judged>) {
         rate_undone = rate.undone,
         rate_on_trial = rate.on_trial,
         rate_owing = judged.rate_owing,
+        burst_owing = judged.burst_owing,
         period_ms = judged.period.map(millis),
         "round judged",
     );

@@ -766,6 +766,7 @@ async fn each_round_the_learning_law_judged_is_a_trace_event_with_its_key_and_wh
     );
     assert_eq!(first["burst"], "3", "{first:?}");
     assert_eq!(first["rate_owing"], "false", "nothing cut yet: {first:?}");
+    assert_eq!(first["burst_owing"], "false", "{first:?}");
     let rounds: Vec<u64> = judged
         .iter()
         .map(|event| event["round"].parse().unwrap())

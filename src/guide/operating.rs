@@ -9,7 +9,7 @@
 //! | `debug` | per wait decided, taken or declined: at a closed gate, or before a retry | `key`, `reason`, `cause`, `wait_ms` (at the gate: the estimate), `attempt`, `will_retry`, `declined` |
 //! | `debug` | per wait over, with the true wait | `key`, `waited_ms`, `attempt` |
 //! | `trace` | per attempt sent | `key`, `attempt` |
-//! | `trace` (target `tower_retry_after::learn`) | per round the law that learns a limit no one publishes judged, for whoever tunes it | `key`, `round`, `sent`, `accepted`, `refused`, `burst`, `rate`, `period_ms`, each search's `_value`, `_least_refused`, `_step`, `_undone`, `_on_trial`, and `rate_owing` (its next refusal is its last cut's debt) |
+//! | `trace` (target `tower_retry_after::learn`) | per round the law that learns a limit no one publishes judged, for whoever tunes it | `key`, `round`, `sent`, `accepted`, `refused`, `burst`, `rate`, `period_ms`, each search's `_value`, `_least_refused`, `_step`, `_undone`, `_on_trial`, and `rate_owing`, `burst_owing` (its next refusal is its last cut's debt) |
 //! | `warn` | once per layer, a mistake it can see (below) | |
 //!
 //! A key made from a credential shows as its fingerprint (`credential:…`), never the

@@ -91,6 +91,7 @@ impl<T: Moment> Known<T> {
             burst_search: self.burst.searched(),
             rate: self.rate.searched(),
             rate_owing: self.rate_owing,
+            burst_owing: self.burst_owing,
             period: self.period,
         }
     }

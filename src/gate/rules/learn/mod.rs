@@ -97,6 +97,8 @@ pub(crate) struct Judged {
     pub(crate) rate: Searched,
     /// The rate was cut and no round went unrefused since: its next refusal is the cut's debt.
     pub(crate) rate_owing: bool,
+    /// The same of the burst.
+    pub(crate) burst_owing: bool,
     pub(crate) period: Option<Duration>,
 }
 
