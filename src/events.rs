@@ -11,8 +11,9 @@
 //! - `trace`, target `tower_retry_after::learn`, per round the law that learns a limit no one
 //!   publishes judged on a key (`key`, `round`, `sent`, `accepted`, `refused`; what the key
 //!   goes by after it: `burst`, `rate`, `period_ms`; and where each search stands:
-//!   `burst_value`, `_least_refused`, `_step`, `_undone`, `_on_trial`; `rate_owing`, `burst_owing`: its next refusal is its last cut's debt). For whoever tunes the
-//!   law. A gate's law judges the answers of every layer on the key, learning or not; a
+//!   `burst_value`, `_least_refused`, `_step`, `_undone`, `_on_trial`; `rate_owing`,
+//!   `burst_owing`: its next refusal is its last cut's debt). For whoever tunes the law. A
+//!   gate's law judges the answers of every layer on the key, learning or not; a
 //!   fleet's law, kept in its store, is not told.
 //! - `warn`, once per layer, for a mistake the layer can see for itself: it is given the
 //!   requests a server receives, or a timeout below it cuts each attempt short.
