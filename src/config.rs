@@ -12,7 +12,7 @@ use crate::headers::ReadHeaders;
 use crate::jitter::{Draws, Jitter};
 use crate::key::{Key, KeyFunction};
 use crate::notice::{Hook, Notice};
-use crate::settings::{Durations, Settings};
+use crate::settings::{Durations, Settings, Switches};
 
 /// One layer's configuration.
 #[derive(Clone)]
@@ -20,6 +20,8 @@ pub(crate) struct Config {
     pub(crate) settings: Settings,
     /// The cap, budget and horizon as the user set them: `settings` holds them in force.
     pub(crate) durations: Durations,
+    /// The switches that hold calls as the user set them: `settings` holds them in force.
+    pub(crate) switches: Switches,
     pub(crate) gates: Gates,
     pub(crate) key: KeyFunction,
     pub(crate) jitter: Jitter,
@@ -55,6 +57,7 @@ impl Default for Config {
         Config {
             settings: Settings::default(),
             durations: Durations::default(),
+            switches: Switches::default(),
             gates: Gates::new(),
             key: KeyFunction::default(),
             jitter: Jitter::Random,

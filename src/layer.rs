@@ -21,7 +21,9 @@ use crate::service::RateLimit;
 ///
 /// Every setting has a documented default. What you set is never overridden: of the cap,
 /// `max_wait` and the horizon, the ones left unset follow the ones set, and ones set at odds
-/// make the setter panic with a message naming the setting to change, whatever the order.
+/// make the setter panic with a message naming the setting to change, whatever the order; so
+/// does turning [`slow_start`](Self::slow_start) or [`learn_limits`](Self::learn_limits) on by
+/// name where [`respect_remaining`](Self::respect_remaining) is off (they would do nothing).
 ///
 /// | setting | default |
 /// |---|---|
@@ -259,8 +261,23 @@ impl<P> RateLimitLayer<P> {
     /// Off means off for this layer's calls: only a 429's own `Retry-After` (or a guess)
     /// closes the gate for them, and neither a quota, a spent window nor a pace holds them,
     /// even at gates shared with layers that respect them.
+    ///
+    /// # Panics
+    ///
+    /// Off, where [`slow_start`](Self::slow_start) or [`learn_limits`](Self::learn_limits)
+    /// was turned on by name, whatever the order: they hold only calls that respect the quota,
+    /// and would do nothing. The message says which to drop.
     pub fn respect_remaining(mut self, respect: bool) -> Self {
         self.config.settings.respect_remaining = respect;
+        self.config.switches.respect_remaining = Some(respect);
+        self.check_switches()
+    }
+
+    /// Refuses switches set at odds, here, when the layer is built.
+    fn check_switches(self) -> Self {
+        if let Some(at_odds) = self.config.switches.at_odds() {
+            panic!("{at_odds}");
+        }
         self
     }
 
@@ -289,6 +306,10 @@ impl<P> RateLimitLayer<P> {
     ///
     /// Applies only where [`respect_remaining`](Self::respect_remaining) is on.
     ///
+    /// # Panics
+    ///
+    /// On, where `respect_remaining(false)` was set, whatever the order: it would do nothing.
+    ///
     /// ```
     /// use tower_retry_after::RateLimitLayer;
     ///
@@ -298,7 +319,8 @@ impl<P> RateLimitLayer<P> {
     /// ```
     pub fn slow_start(mut self, on: bool) -> Self {
         self.config.settings.slow_start = on;
-        self
+        self.config.switches.slow_start = Some(on);
+        self.check_switches()
     }
 
     /// Whether the gate learns how fast a server that publishes no quota lets a key go, and
@@ -323,6 +345,10 @@ impl<P> RateLimitLayer<P> {
     /// server counts them too, so in a fleet where some processes learn and some do not, the
     /// refusals of those that do not slow those that do.
     ///
+    /// # Panics
+    ///
+    /// On, where `respect_remaining(false)` was set, whatever the order: it would do nothing.
+    ///
     /// ```
     /// use tower_retry_after::RateLimitLayer;
     ///
@@ -332,7 +358,8 @@ impl<P> RateLimitLayer<P> {
     /// ```
     pub fn learn_limits(mut self, on: bool) -> Self {
         self.config.settings.learn_limits = on;
-        self
+        self.config.switches.learn_limits = Some(on);
+        self.check_switches()
     }
 
     /// Names the rate limit each request counts against (default: its origin,
@@ -506,6 +533,42 @@ mod tests {
         for layer in [cap_first, cap_last] {
             assert_eq!(layer.config.settings.max_wait, 200 * SECOND);
         }
+    }
+
+    #[test]
+    fn a_switch_turned_on_where_respect_remaining_is_off_is_refused_in_either_order() {
+        let refused = |build: fn() -> RateLimitLayer| {
+            let refused = std::panic::catch_unwind(build).expect_err("refused");
+            *refused.downcast::<String>().unwrap()
+        };
+        let slow_start_last = refused(|| {
+            RateLimitLayer::new()
+                .respect_remaining(false)
+                .slow_start(true)
+        });
+        let respect_last = refused(|| {
+            RateLimitLayer::new()
+                .learn_limits(true)
+                .respect_remaining(false)
+        });
+        assert!(
+            slow_start_last.contains("drop slow_start(true)"),
+            "{slow_start_last}"
+        );
+        assert!(
+            respect_last.contains("drop learn_limits(true)"),
+            "{respect_last}"
+        );
+        // Off, or left at their defaults, they stand with it.
+        let layer = RateLimitLayer::new()
+            .slow_start(false)
+            .respect_remaining(false)
+            .learn_limits(false);
+        assert!(!layer.config.settings.respect_remaining);
+        let _ = RateLimitLayer::new().respect_remaining(false);
+        let _ = RateLimitLayer::new()
+            .respect_remaining(true)
+            .slow_start(true);
     }
 
     #[test]

@@ -85,6 +85,33 @@ impl Settings {
     }
 }
 
+/// The switches that hold calls as the user set them (`None`: left at their default).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Switches {
+    pub(crate) respect_remaining: Option<bool>,
+    pub(crate) slow_start: Option<bool>,
+    pub(crate) learn_limits: Option<bool>,
+}
+
+impl Switches {
+    /// Why the switches set cannot stand together, if they cannot: one that holds calls
+    /// turned on where `respect_remaining(false)` says nothing but a 429 holds them would do
+    /// nothing, silently.
+    pub(crate) fn at_odds(self) -> Option<AtOdds> {
+        if self.respect_remaining != Some(false) {
+            return None;
+        }
+        [
+            ("slow_start", self.slow_start),
+            ("learn_limits", self.learn_limits),
+        ]
+        .into_iter()
+        .find_map(|(switch, on)| {
+            (on == Some(true)).then_some(AtOdds::HeldWhereNothingHolds { switch })
+        })
+    }
+}
+
 /// The cap, `max_wait` and horizon as the user set them (`None`: left to follow the others).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Durations {
@@ -130,6 +157,7 @@ impl Durations {
 pub(crate) enum AtOdds {
     CapOverHalfTheBudget { cap: Duration, max_wait: Duration },
     CapBeyondTheHorizon { cap: Duration, horizon: Duration },
+    HeldWhereNothingHolds { switch: &'static str },
 }
 
 impl fmt::Display for AtOdds {
@@ -147,6 +175,13 @@ impl fmt::Display for AtOdds {
                 "retry_after_cap({cap:?}) is beyond retry_after_horizon({horizon:?}): an \
                  instruction longer than the horizon is neither remembered nor waited; lower \
                  retry_after_cap or raise retry_after_horizon to at least {cap:?}"
+            ),
+            AtOdds::HeldWhereNothingHolds { switch } => write!(
+                f,
+                "{switch}(true) holds calls that respect the quota, and respect_remaining(false) \
+                 says only a 429 holds this layer's calls: it would do nothing; drop \
+                 {switch}(true) (it is the default where calls respect the quota) or \
+                 respect_remaining(false)"
             ),
         }
     }
