@@ -198,6 +198,14 @@ fn an_empty_port_or_a_port_with_leading_zeros_is_the_same_origin() {
         Key::from_origin("https://api.test:").unwrap().to_string(),
         "https://api.test"
     );
+    // An IPv6 host's colons are the host's, not a port's.
+    assert_eq!(key("http://[::1]:08080/v1"), key("http://[::1]:8080/v1"));
+    assert_eq!(
+        key("http://[::1]:08080/v1").to_string(),
+        "http://[::1]:8080"
+    );
+    assert_eq!(key("http://[::1]:/v1").to_string(), "http://[::1]");
+    assert_eq!(key("http://[::1]:80/v1"), key("http://[::1]/v1"));
 }
 
 /// A 429 seen on `http://127.0.0.1:{port}` holds a call to `http://127.0.0.1:0{port}`: one
