@@ -686,6 +686,40 @@ mod tests {
         assert_eq!(window.quota(now), Some(later));
     }
 
+    /// A report of an older epoch speaks of a restored window (the guess) only where it names
+    /// a later reset: one naming the old window's reset leaves the restore as it was.
+    #[test]
+    fn a_report_from_before_the_epoch_replaces_a_restored_window_only_with_a_later_reset() {
+        let now = Instant::now();
+        // A straggler naming the old window's reset changes nothing...
+        let mut window = ReportedWindow::default();
+        window.report(quota(0, now + SECOND), Some(5), None, (0, None), now);
+        let reset = now + SECOND;
+        assert!(window.take_over(reset).is_some());
+        assert!(window.restore(1, reset));
+        let answered = reset + 100 * MS;
+        window.report(quota(0, reset), None, None, (0, None), answered);
+        assert_eq!(
+            window.quota(answered),
+            Some(quota(5, reset + SECOND)),
+            "the old window's reset"
+        );
+        assert!(window.is_restored());
+        // ...and one naming a later reset is the server's word on the window in force.
+        window.report(
+            quota(0, answered + 58 * SECOND),
+            None,
+            None,
+            (0, None),
+            answered,
+        );
+        assert_eq!(
+            window.quota(answered),
+            Some(quota(0, answered + 58 * SECOND))
+        );
+        assert!(!window.is_restored());
+    }
+
     #[test]
     fn a_higher_figure_counted_after_the_lowest_replaces_it_with_its_reset() {
         let now = Instant::now();
