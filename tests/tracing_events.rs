@@ -410,12 +410,24 @@ async fn each_attempt_sent_is_a_trace_event() {
     assert!(sent.iter().all(|event| event["level"] == "TRACE"));
 }
 
+/// `layer` with a hook that writes down each notice it is told (as `Debug` shows it) and
+/// answers it with `approve`.
+fn told(
+    layer: RateLimitLayer,
+    approve: fn(&Notice<'_>) -> bool,
+) -> (RateLimitLayer, Arc<Mutex<Vec<String>>>) {
+    let notices = Arc::new(Mutex::new(Vec::new()));
+    let written = notices.clone();
+    let layer = layer.on_rate_limit(move |notice: &Notice<'_>| {
+        written.lock().unwrap().push(format!("{notice:?}"));
+        approve(notice)
+    });
+    (layer, notices)
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_hook_vetoes_a_wait_and_the_call_ends_with_what_it_has() {
-    let notices = Arc::new(Mutex::new(Vec::new()));
-    let told = notices.clone();
-    let layer = RateLimitLayer::new().on_rate_limit(move |notice: &Notice<'_>| {
-        told.lock().unwrap().push(format!("{notice:?}"));
+    let (layer, notices) = told(RateLimitLayer::new(), |notice| {
         !matches!(notice, Notice::Wait { .. })
     });
     let (_, received, statuses) = thirty_calls(layer).await;
@@ -496,12 +508,7 @@ async fn a_transient_retry_held_at_a_closed_gate_asks_the_hook_first() {
 
 #[tokio::test(start_paused = true)]
 async fn the_hook_is_told_each_wait_and_once_per_episode() {
-    let notices = Arc::new(Mutex::new(Vec::new()));
-    let told = notices.clone();
-    let layer = RateLimitLayer::new().on_rate_limit(move |notice: &Notice<'_>| {
-        told.lock().unwrap().push(format!("{notice:?}"));
-        true
-    });
+    let (layer, notices) = told(RateLimitLayer::new(), |_| true);
     let (_, received, statuses) = thirty_calls(layer).await;
     assert!(statuses.iter().all(|status| *status == Some(200)));
     let notices = notices.lock().unwrap().clone();
@@ -546,12 +553,7 @@ async fn a_keys_first_call_is_no_episode() {
     let inner = tower::service_fn(|_request: Request<String>| async {
         Ok::<_, tower::BoxError>(Response::new(String::new()))
     });
-    let notices = Arc::new(Mutex::new(Vec::new()));
-    let told = notices.clone();
-    let layer = RateLimitLayer::new().on_rate_limit(move |notice: &Notice<'_>| {
-        told.lock().unwrap().push(format!("{notice:?}"));
-        true
-    });
+    let (layer, notices) = told(RateLimitLayer::new(), |_| true);
     let service = layer.layer(inner);
     let (events, ()) = events_of(async {
         let response = service.oneshot(get()).await.unwrap();
@@ -577,14 +579,9 @@ async fn the_hook_is_not_asked_about_a_transient_retry() {
             .body(String::new())
             .unwrap())
     });
-    let notices = Arc::new(Mutex::new(Vec::new()));
-    let told = notices.clone();
     // A hook that vetoes every wait it is told of: a 503's backoff is not a rate-limited
     // wait, so it is not told of it, and the GET is retried.
-    let layer = RateLimitLayer::new().on_rate_limit(move |notice: &Notice<'_>| {
-        told.lock().unwrap().push(format!("{notice:?}"));
-        false
-    });
+    let (layer, notices) = told(RateLimitLayer::new(), |_| false);
     let response = layer.layer(inner).oneshot(get()).await.unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(*received.lock().unwrap(), 2, "the 503 and its retry");
@@ -954,12 +951,7 @@ async fn a_spent_window_is_one_info_when_spent_and_one_when_the_key_reopens() {
             .body(String::new())
             .unwrap())
     });
-    let notices = Arc::new(Mutex::new(Vec::new()));
-    let told = notices.clone();
-    let layer = RateLimitLayer::new().on_rate_limit(move |notice: &Notice<'_>| {
-        told.lock().unwrap().push(format!("{notice:?}"));
-        true
-    });
+    let (layer, notices) = told(RateLimitLayer::new(), |_| true);
     let service = layer.layer(inner);
     let (events, ()) = events_of(async {
         for _ in 0..4 {
