@@ -12,17 +12,19 @@
 //! once its answers are in:
 //!
 //! 1. **A refusal lowers what let the refused request go**, or undoes the raise on trial if
-//!    only that raise let it go: the burst to what of it was accepted (counted, as answers
-//!    come back in any order, and by half at most in one round), the rate by [`BETA`] of its
-//!    value (a raise on trial's, if one is: a cut that leaves that no lower than the value
-//!    kept undoes the raise), the most out to one less than were out. A rate tried from zero
-//!    is refused as such, however many were out: its question is whether the server keeps
-//!    windows. A rate refused again before a round went unrefused since its last cut is that
-//!    cut's debt (what the overshoot drained or counted lands on the requests after it): it
-//!    is cut again and its cost repaid from then, but the least value refused and the step
-//!    stay where the cut set them (3). A burst refused again so falls to what was accepted,
-//!    [`BETA`] of its value at most: a second count says the first overstated what the
-//!    server holds (arrivals spread over a cap in flight are accepted nearly whole).
+//!    only that raise let it go (to what was accepted, short of the raise, where that is
+//!    more than the value kept: the server held it): the burst to what of it was accepted
+//!    (counted, as answers come back in any order, and by half at most in one round), the
+//!    rate by [`BETA`] of its value (a raise on trial's, if one is: a cut that leaves that no
+//!    lower than the value kept undoes the raise), the most out to one less than were out. A
+//!    rate tried from zero is refused as such, however many were out: its question is whether
+//!    the server keeps windows. A rate refused again before a round went unrefused since its
+//!    last cut is that cut's debt (what the overshoot drained or counted lands on the
+//!    requests after it): it is cut again and its cost repaid from then, but the least value
+//!    refused and the step stay where the cut set them (3). A burst refused again so falls
+//!    to what was accepted, [`BETA`] of its value at most: a second count says the first
+//!    overstated what the server holds (arrivals spread over a cap in flight are accepted
+//!    nearly whole).
 //! 2. **A round that held calls back unrefused raises what held them**: the rate where they
 //!    waited for its tokens, the burst where they waited for requests out or for a window's
 //!    reset. While no burst was refused since it was last above its value, the burst climbs:

@@ -113,11 +113,14 @@ impl<T: Moment> Search<T> {
     }
 
     /// Refused at `refused`, of which `to` went: a raise on trial is undone if what went was
-    /// no less than the value kept; otherwise the value falls to `to`, by half at most.
+    /// no less than the value kept, to what went where that is more (the server held it),
+    /// short of the raise by the least step; otherwise the value falls to `to`, by half at
+    /// most.
     pub(super) fn refused(&mut self, refused: f64, to: f64, cost: f64, now: T) {
         let undo = self.trying && to >= self.kept;
         let value = if undo {
-            self.kept
+            // A raise goes a least step beyond the value kept: this is never below it.
+            to.min(self.value - self.least)
         } else {
             to.max(self.kept / 2.0)
         };
@@ -233,6 +236,31 @@ mod tests {
         assert_eq!((burst.value, burst.trying, burst.undone), (16.0, false, 1));
         assert_eq!((burst.step, burst.max), (2.0, Some(20.0)));
         assert_eq!((burst.lowered, burst.cost), (Some(now), 0.5));
+    }
+
+    #[test]
+    fn an_undone_raise_keeps_what_the_server_held_beyond_the_value_kept_short_of_the_raise() {
+        let now = SystemTime::UNIX_EPOCH;
+        // A limit that rose: the raise to 68 went beyond it, and 40 of it were accepted.
+        let mut burst = search(36.0);
+        burst.raise_to(68.0);
+        burst.refused(41.0, 40.0, 0.0, now);
+        assert_eq!(
+            (
+                burst.value,
+                burst.kept,
+                burst.trying,
+                burst.undone,
+                burst.max
+            ),
+            (40.0, 40.0, false, 1, Some(41.0))
+        );
+        // All of a raise went, and still it was refused: it falls short of it.
+        let mut most_out = search(1.0);
+        most_out.raise();
+        assert_eq!(most_out.value, 2.0);
+        most_out.refused(3.0, 2.0, 0.0, now);
+        assert_eq!((most_out.value, most_out.undone), (1.0, 1));
     }
 
     #[test]
