@@ -121,7 +121,7 @@ fn judge<T: Moment>(known: &mut Known<T>, round: &Round<T>, now: T) {
     let period = known.period.unwrap_or(ANSWER);
     let burst_owing = known.burst_owing;
     let (burst, rate) = (&mut known.burst, &mut known.rate);
-    if round.burst_refused || (round.trial_refused && burst.trying) {
+    if round.burst_refused || (round.burst_trial_refused && burst.trying) {
         let accepted = (round.burst_accepted + round.paced_accepted).min(round.burst_sent) as f64;
         // Refused again before a round went unrefused since its last cut: what was accepted
         // of it overstates what the server holds (arrivals spread over what it counts).
@@ -144,7 +144,7 @@ fn judge<T: Moment>(known: &mut Known<T>, round: &Round<T>, now: T) {
         if rate.trying {
             rate.drop_trial();
         }
-    } else if round.trial_refused && rate.trying {
+    } else if round.rate_trial_refused && rate.trying {
         rate.refused(rate.value, rate.kept, cost, now);
     } else if round.paced_refused {
         let to = rate.value * BETA;

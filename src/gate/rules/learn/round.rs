@@ -65,11 +65,14 @@ pub(super) struct Round<T> {
     pub(super) paced_refused: bool,
     /// The fewest out at a refusal of a request that went with the burst's count out.
     pub(super) crowded: Option<u64>,
-    /// Whether a raise on trial let requests go, of the burst, of the rate; whether one was
-    /// refused.
+    /// Whether a raise on trial let requests go, of the burst, of the rate; whether one of
+    /// those was refused, of each.
     pub(super) burst_tried: bool,
     pub(super) rate_tried: bool,
-    pub(super) trial_refused: bool,
+    #[cfg_attr(feature = "redis", serde(default))]
+    pub(super) burst_trial_refused: bool,
+    #[cfg_attr(feature = "redis", serde(default))]
+    pub(super) rate_trial_refused: bool,
     /// The latest instruction its refusals named (`Some(None)`: refused, none named); when
     /// the first was heard; the latest refused send; what they cost.
     #[cfg_attr(feature = "redis", serde(with = "refusal"))]
@@ -108,7 +111,8 @@ impl<T: Moment> Round<T> {
             crowded: None,
             burst_tried: false,
             rate_tried: false,
-            trial_refused: false,
+            burst_trial_refused: false,
+            rate_trial_refused: false,
             refused: None,
             earliest: None,
             heard: None,
@@ -125,7 +129,11 @@ impl<T: Moment> Round<T> {
     pub(super) fn answered(&mut self, tag: Tag<T>, refused: bool) {
         self.out = self.out.saturating_sub(1);
         let trial = tag.trial.is_some();
-        self.trial_refused |= trial && refused;
+        match tag.trial {
+            Some(Quantity::Burst) => self.burst_trial_refused |= refused,
+            Some(Quantity::Rate) => self.rate_trial_refused |= refused,
+            None => {}
+        }
         if tag.burst {
             self.burst_accepted += u64::from(!refused);
             self.burst_refused |= refused && !trial;

@@ -1069,3 +1069,71 @@ fn a_guess_of_the_layers_holds_no_longer_than_the_laws_reset_and_costs_no_more()
     let kept = law.refused(tag, heard, Some(named), Some(named + spread));
     assert_eq!(kept, Some(named + spread));
 }
+
+/// Rule 1: a refusal undoes "the raise on trial if only that raise let it go". With the
+/// burst (5, raised to 6) and the rate (10 a second, raised to 20) both on trial, in a round
+/// begun with two tokens (a key paced by its rate: rounds roll on without a whole bucket),
+/// a request that only the RATE's raise let go is refused; both of the burst's were accepted.
+/// Nothing of the burst let the refused request go: it must stay as it was.
+#[test]
+fn a_refused_trial_of_the_rate_does_not_cut_the_burst() {
+    let (mut law, reset) = on_trial(Some(6.0), Some((10.0, 20.0)));
+    assert!(
+        !law.known.expect("learned").keeps_windows(),
+        "paced by its rate"
+    );
+    (law.round.burst, law.round.level) = (2, 2.0);
+    let burst: Vec<_> = (0..2).map(|out| law.sent(reset, out)).collect();
+    let trial = law.sent(reset, 2);
+    assert_eq!(
+        trial.trial,
+        Some(Quantity::Rate),
+        "only the rate's raise let it go"
+    );
+    assert!(!trial.crowded && !law.round.burst_tried);
+    let heard = reset + 20 * MS;
+    for tag in &burst {
+        law.accepted(*tag, reset, heard);
+    }
+    law.refused(trial, heard, None, None);
+    law.next(reset + 10 * SECOND, 0, PATIENCE);
+    let known = law.known.expect("learned");
+    assert_eq!(
+        (known.rate.value, known.rate.undone),
+        (10.0, 1),
+        "the rate's raise undone"
+    );
+    assert_eq!(
+        (known.burst.value, known.burst.trying, known.burst.undone),
+        (6.0, true, 0),
+        "the burst let nothing refused go"
+    );
+}
+
+/// known.rs says: "(A refused trial of the burst does not count here: the rate is judged by
+/// its own requests' answers.)" With both raised on trial, the burst's trial request is
+/// refused; no request went on the rate's raise. The rate's raise must stay on trial.
+#[test]
+fn a_refused_trial_of_the_burst_does_not_undo_the_rates_raise() {
+    let (mut law, reset) = on_trial(Some(6.0), Some((2.0, 4.0)));
+    let burst: Vec<_> = (0..6).map(|out| law.sent(reset, out)).collect();
+    assert_eq!(burst[5].trial, Some(Quantity::Burst));
+    assert!(!law.round.rate_tried, "nothing went on the rate's raise");
+    let heard = reset + 20 * MS;
+    for tag in &burst[..5] {
+        law.accepted(*tag, reset, heard);
+    }
+    law.refused(burst[5], heard, None, None);
+    law.next(reset + 10 * SECOND, 0, PATIENCE);
+    let known = law.known.expect("learned");
+    assert_eq!(
+        (known.burst(), known.burst.undone),
+        (5, 1),
+        "the burst's raise undone"
+    );
+    assert_eq!(
+        (known.rate.value, known.rate.trying, known.rate.undone),
+        (4.0, true, 0),
+        "the rate's raise showed nothing: still on trial"
+    );
+}
