@@ -156,7 +156,10 @@ impl<T: Moment> Learn<T> {
 
     /// A response carried meters: what they say replaces anything learned.
     pub(crate) fn forget(&mut self) {
+        // Rounds go on counting: an answer to a request sent before is no new round's.
+        let next = self.round.id + 1;
         *self = Learn::default();
+        self.round = Round::new(next, 0.0, None, None);
     }
 
     /// Whether a request may go at `now` with `out` out: `None` if it may, or not before the

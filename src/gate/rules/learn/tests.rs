@@ -1137,3 +1137,41 @@ fn a_refused_trial_of_the_burst_does_not_undo_the_rates_raise() {
         "the rate's raise showed nothing: still on trial"
     );
 }
+
+/// An answer to a request let go before `forget` is no round's of the law learned anew: were
+/// it taken as one (its round's number counted again), it would take that round's one
+/// request out off its count, the round would be judged before that request answered, and
+/// its refusal would be lost.
+#[test]
+fn an_answer_to_a_request_sent_before_forget_is_not_taken_as_a_new_rounds() {
+    let (mut law, reset) = learned_five();
+    law.next(reset, 0, PATIENCE);
+    let stale = go(&mut law, reset, 0);
+    // A response with meters: what is learned is forgotten.
+    law.forget();
+    // The meters are gone again; the law learns anew, to a burst of five.
+    let again = reset + SECOND;
+    let tags: Vec<_> = (0..6).map(|out| go(&mut law, again, out)).collect();
+    for tag in &tags[..5] {
+        law.accepted(*tag, again, again + 20 * MS);
+    }
+    law.refused(
+        tags[5],
+        again + 20 * MS,
+        Some(again + SECOND),
+        Some(again + SECOND),
+    );
+    let reset = again + SECOND;
+    law.next(reset, 0, PATIENCE);
+    let fresh = go(&mut law, reset, 0);
+    // The request sent before the meter is answered now.
+    law.accepted(stale, reset - 5 * SECOND, reset + 10 * MS);
+    // Its own request, the only one of the round, is refused: the burst falls.
+    law.next(reset + 2 * SECOND, 1, PATIENCE);
+    law.refused(fresh, reset + 2 * SECOND, None, None);
+    law.next(reset + 20 * SECOND, 0, PATIENCE);
+    assert!(
+        law.known.expect("learned").burst() < 5,
+        "the refusal of the round's only request was lost"
+    );
+}
