@@ -5,6 +5,10 @@ use std::time::Duration;
 
 use crate::gate::time::Moment;
 
+/// How many raises undone in a row double the wait before the next raise beyond the least
+/// value refused, at most (rule 3's n).
+const MOST_DOUBLINGS: u32 = 6;
+
 /// Where one learned quantity's search stands, as a round judged left it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Searched {
@@ -73,12 +77,12 @@ impl<T: Moment> Search<T> {
     }
 
     pub(super) fn may_raise(&self, now: T, period: Duration) -> bool {
-        let doubled = f64::from(1u32 << self.undone.min(16));
+        let doubled = 1u32 << self.undone.min(MOST_DOUBLINGS);
         let repaid = |lowered: T| {
             let waited = now.since(lowered);
-            waited >= period * (1 << self.undone.min(6))
+            waited >= period * doubled
                 && waited.as_secs_f64() * self.step.max(self.least)
-                    >= doubled * self.value * self.cost
+                    >= f64::from(doubled) * self.value * self.cost
         };
         !self.trying && (!self.converged() || self.lowered.is_none_or(repaid))
     }
@@ -283,6 +287,19 @@ mod tests {
             "two periods at least"
         );
         assert!(cheap.may_raise(now + 2 * period, period));
+    }
+
+    #[test]
+    fn the_repayment_doubles_for_six_raises_undone_at_most() {
+        let now = SystemTime::UNIX_EPOCH;
+        let mut burst = search(16.0);
+        (burst.max, burst.step, burst.undone) = (Some(17.0), 1.0, 10);
+        (burst.lowered, burst.cost) = (Some(now), 1.0);
+        assert!(burst.converged());
+        // step × waited ≥ 2⁶ × value × cost: 1 × waited ≥ 64 × 16 × 1 s.
+        let waited = 64 * 16 * SECOND;
+        assert!(!burst.may_raise(now + waited - SECOND, SECOND));
+        assert!(burst.may_raise(now + waited, SECOND));
     }
 
     #[test]
