@@ -34,6 +34,10 @@ pub(super) struct Known<T> {
     /// [`floor`]: Known::floor
     #[cfg_attr(feature = "redis", serde(default))]
     pub(super) cold_floor: Duration,
+    /// A round was judged: the slow start's, judged after it (its last answer came late),
+    /// makes the burst anew no more, which would undo what those rounds taught.
+    #[cfg_attr(feature = "redis", serde(default))]
+    pub(super) judged: bool,
 }
 
 impl<T: Moment> Known<T> {
@@ -49,17 +53,13 @@ impl<T: Moment> Known<T> {
             named: false,
             floor: Duration::ZERO,
             cold_floor: Duration::ZERO,
+            judged: false,
         }
     }
 
     /// What `round`, ended and answered, says at `now`: of the period (rule 4) and of the
     /// burst and the rate (rules 1 to 3); what it was, and what it left.
     pub(super) fn judge(&mut self, round: &Round<T>, now: T) -> Judged {
-        if let (Some(until), Some(began)) = (round.earliest, round.window()) {
-            let measured = until.since(began).max(TICK);
-            self.period = Some(self.period.map_or(measured, |period| period.min(measured)));
-            self.named = true;
-        }
         if let (Some(refused), Some(began)) = (round.refused_sent, round.window()) {
             let ran = refused.since(began);
             if round.cold {
@@ -72,16 +72,17 @@ impl<T: Moment> Known<T> {
                 self.period = Some(self.floor + self.floor / 8);
             }
         }
-        if round.cold {
+        if round.cold && !self.judged {
             self.burst = Search::new(round.burst_accepted.max(1) as f64, 1.0);
             if let Some(period) = self.period {
                 let one_more = (self.burst() + 1) as f64 / period.as_secs_f64();
                 self.rate.raise_to(one_more);
             }
-        } else if round.probing.is_none() || round.probed {
+        } else if !round.cold && (round.probing.is_none() || round.probed) {
             // (A probe refused says only that the window was still on.)
             judge(self, round, now);
         }
+        self.judged = true;
         Judged {
             round: round.id,
             sent: round.sent,
@@ -94,6 +95,14 @@ impl<T: Moment> Known<T> {
             burst_owing: self.burst_owing,
             period: self.period,
         }
+    }
+
+    /// Rule 4: a refusal named `until`, which bounds the end of the window its round counts
+    /// against, begun by `began`, never early.
+    pub(super) fn bounded(&mut self, began: T, until: T) {
+        let measured = until.since(began).max(TICK);
+        self.period = Some(self.period.map_or(measured, |period| period.min(measured)));
+        self.named = true;
     }
 
     /// The longest a refused window was seen to run: the slow start's round counts while it

@@ -322,9 +322,6 @@ impl<T: Moment> Learn<T> {
             return closed;
         };
         round.refused = Some(round.refused.map_or(until, |named| named.max(until)));
-        if let Some(until) = until {
-            round.earliest = Some(round.earliest.map_or(until, |earliest| earliest.min(until)));
-        }
         round.heard.get_or_insert(now);
         round.answered.get_or_insert(now);
         round.refused_sent = round.refused_sent.max(Some(tag.at));
@@ -339,9 +336,15 @@ impl<T: Moment> Learn<T> {
         let cost = kept.or(until).unwrap_or(now.later(ANSWER)).since(planned);
         if let Some(round) = self.round_mut(tag.round) {
             round.cost = round.cost.max(cost);
+            round.cold |= first;
+            let (accepted, bound) = (round.burst_accepted, round.window().zip(until));
             if first {
-                round.cold = true;
-                self.known = Some(Known::new(round.burst_accepted));
+                self.known = Some(Known::new(accepted));
+            }
+            // Rule 4, at once: a round ended by this instruction may wait long for its last
+            // answers, and the key goes by the period meanwhile.
+            if let (Some(known), Some((began, until))) = (self.known.as_mut(), bound) {
+                known.bounded(began, until);
             }
         }
         if tag.round == self.round.id {

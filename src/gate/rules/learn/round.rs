@@ -49,8 +49,7 @@ pub(super) struct Held {
 pub(super) struct Round<T> {
     pub(super) id: u64,
     pub(super) began: Option<T>,
-    /// When its first answer came (a window it counts against began by then), or a request
-    /// of it was abandoned, which ends the wait for an answer as one would.
+    /// When its first answer came (a window it counts against began by then).
     pub(super) answered: Option<T>,
     pub(super) sent: u64,
     pub(super) out: u64,
@@ -77,8 +76,6 @@ pub(super) struct Round<T> {
     /// the first was heard; the latest refused send; what they cost.
     #[cfg_attr(feature = "redis", serde(with = "refusal"))]
     pub(super) refused: Option<Option<T>>,
-    /// The earliest instruction: each bounds the same window's end, never early.
-    pub(super) earliest: Option<T>,
     pub(super) heard: Option<T>,
     pub(super) refused_sent: Option<T>,
     pub(super) cost: Duration,
@@ -114,7 +111,6 @@ impl<T: Moment> Round<T> {
             burst_trial_refused: false,
             rate_trial_refused: false,
             refused: None,
-            earliest: None,
             heard: None,
             refused_sent: None,
             cost: Duration::ZERO,

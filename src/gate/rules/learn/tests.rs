@@ -572,8 +572,9 @@ fn the_slow_starts_round_lengthens_no_period_however_long_it_ran() {
     let began = start() + 5 * SECOND;
     let mut told = Round::new(2, 5.0, Some(began), None);
     told.began = Some(began);
-    told.earliest = Some(began + 1500 * MS);
-    (told.refused, told.refused_sent) = (Some(told.earliest), Some(began));
+    let until = began + 1500 * MS;
+    (told.refused, told.refused_sent) = (Some(Some(until)), Some(began));
+    known.bounded(began, until);
     known.judge(&told, began + SECOND);
     assert_eq!(
         known.period,
@@ -929,8 +930,8 @@ fn a_probe_refused_with_an_instruction_measures_the_window_from_when_it_began() 
     let mut round = Round::new(3, 5.0, Some(probe), None);
     (round.probing, round.began) = (Some(window), Some(probe));
     let until = window + SECOND;
-    (round.refused, round.earliest, round.refused_sent) =
-        (Some(Some(until)), Some(until), Some(probe));
+    (round.refused, round.refused_sent) = (Some(Some(until)), Some(probe));
+    known.bounded(round.window().expect("probing"), until);
     known.judge(&round, probe + 20 * MS);
     assert_eq!(
         known.period,
@@ -1174,4 +1175,158 @@ fn an_answer_to_a_request_sent_before_forget_is_not_taken_as_a_new_rounds() {
         law.known.expect("learned").burst() < 5,
         "the refusal of the round's only request was lost"
     );
+}
+
+/// The slow start's round, refused with an instruction, ends at the instruction's end with a
+/// request still out: it is not judged until that answer, and the period is set only when it
+/// is. Meanwhile `next` takes the key for "refused without an instruction, no period known:
+/// one at a time till accepted". The law: the bucket is whole at the end of a refusal's
+/// closure. Here: at the closure's end, with the five learned and one (hung) out, nothing
+/// goes; and once that request is dropped unanswered (the fleet ledger drops an expired
+/// reservation without `abandoned`), the key goes one at a time for good: no round can end
+/// while the period is unknown, and one-at-a-time requests accepted never set it.
+#[test]
+fn a_hung_request_of_the_slow_start_does_not_hold_the_key_to_one_at_a_time() {
+    let mut law = Learn::default();
+    let now = start();
+    let tags: Vec<_> = (0..7).map(|out| go(&mut law, now, out)).collect();
+    for tag in &tags[..5] {
+        law.accepted(*tag, now, now + 20 * MS);
+    }
+    law.refused(
+        tags[5],
+        now + 20 * MS,
+        Some(now + SECOND),
+        Some(now + SECOND),
+    );
+    // tags[6] hangs.
+    let reset = now + SECOND;
+    let at_reset = law.next(reset, 1, PATIENCE);
+    // A server that now accepts every request; the hung one is gone (out counts 0).
+    let mut at = reset + PATIENCE;
+    let mut most_out = 0;
+    for _ in 0..100 {
+        let mut sent = Vec::new();
+        while law.next(at, sent.len() as u64, PATIENCE).is_none() && sent.len() < 10 {
+            sent.push(law.sent(at, sent.len() as u64));
+        }
+        most_out = most_out.max(sent.len());
+        for tag in sent {
+            law.accepted(tag, at, at + 20 * MS);
+        }
+        at += SECOND;
+    }
+    assert_eq!(
+        (at_reset, law.known.and_then(|known| known.period)),
+        (None, Some(SECOND)),
+        "at the closure's end the burst goes, by the period named"
+    );
+    assert!(
+        most_out >= 5,
+        "the burst at once, not one at a time: {most_out}"
+    );
+}
+
+/// Rounds are judged as their answers come in, in any order. The slow start's round, ended
+/// with a request out, is judged after a later round whose refusal lowered the burst and set
+/// the least value refused (rules 1 and 3): judging the slow start then makes the burst
+/// anew (`Search::new`), and what the later refusal taught is gone.
+#[test]
+fn a_late_answer_to_the_slow_start_does_not_erase_a_later_rounds_refusal() {
+    let mut law = Learn::default();
+    let now = start();
+    let tags: Vec<_> = (0..7).map(|out| go(&mut law, now, out)).collect();
+    for tag in &tags[..5] {
+        law.accepted(*tag, now, now + 20 * MS);
+    }
+    law.refused(
+        tags[5],
+        now + 20 * MS,
+        Some(now + SECOND),
+        Some(now + SECOND),
+    );
+    // tags[6] hangs; past the patience, one goes, and is refused with an instruction.
+    let later = now + PATIENCE;
+    let one = go(&mut law, later, 1);
+    law.refused(
+        one,
+        later + 20 * MS,
+        Some(later + SECOND),
+        Some(later + SECOND),
+    );
+    law.next(later + SECOND, 1, PATIENCE);
+    let after_refusal = law.known.expect("learned").burst;
+    assert_eq!((after_refusal.value, after_refusal.max), (2.5, Some(5.0)));
+    // The slow start's last answer comes in.
+    law.accepted(tags[6], now, later + 2 * SECOND);
+    let burst = law.known.expect("learned").burst;
+    assert_eq!(
+        (burst.value, burst.max),
+        (after_refusal.value, after_refusal.max),
+        "the later refusal's lesson stands"
+    );
+}
+
+/// The Redis store keeps a ledger's law as JSON, read and written back whole: every state a
+/// run passes through must read back as it was written.
+#[cfg(feature = "redis")]
+#[test]
+fn every_state_of_a_run_reads_back_from_json_as_written() {
+    let check = |law: &mut Learn<SystemTime>| {
+        law.take_judged();
+        let json = serde_json::to_string(&*law).expect("written");
+        let read: Learn<SystemTime> = serde_json::from_str(&json).expect("read");
+        assert_eq!(&read, &*law, "{json}");
+    };
+    let servers: Vec<Box<dyn Server>> = vec![
+        Box::new(Windows::new(10, true)),
+        Box::new(Windows::new(10, false)),
+        Box::new(Bucket::new(5.0, 10.0)),
+        Box::new(InFlight {
+            cap: 3,
+            serving: Vec::new(),
+        }),
+    ];
+    for mut server in servers {
+        let mut law = Learn::default();
+        let mut now = start();
+        let end = now + 40 * SECOND;
+        let mut out: Vec<(SystemTime, SystemTime, Tag<SystemTime>, Verdict)> = Vec::new();
+        let mut closed = now;
+        while now < end {
+            out.sort_by_key(|(at, ..)| *at);
+            while out.first().is_some_and(|(at, ..)| *at <= now) {
+                let (at, sent, tag, verdict) = out.remove(0);
+                match verdict {
+                    None => law.accepted(tag, sent, at),
+                    Some(wait) => {
+                        let until = wait.map(|wait| at + wait + SECOND);
+                        closed = closed.max(until.unwrap_or(at));
+                        law.refused(tag, at, until, until);
+                    }
+                }
+                check(&mut law);
+            }
+            let mut held = None;
+            while now >= closed && out.len() < 40 {
+                let n = out.len() as u64;
+                held = law.next(now, n, PATIENCE);
+                check(&mut law);
+                if held.is_some() {
+                    break;
+                }
+                let tag = law.sent(now, n);
+                check(&mut law);
+                let verdict = server.answer(now + 15 * MS, now + 30 * MS);
+                out.push((now + 30 * MS, now, tag, verdict));
+            }
+            let next = [held, out.first().map(|(at, ..)| *at), Some(closed)];
+            now = next
+                .into_iter()
+                .flatten()
+                .filter(|at| *at > now)
+                .min()
+                .unwrap_or(now + MS);
+        }
+    }
 }
