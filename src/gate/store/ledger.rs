@@ -180,7 +180,7 @@ impl Ledger {
                 window: self.window(now),
             };
         }
-        self.out.retain(|_, reserved| reserved.until > now);
+        self.expire(now);
         // A window's last request sent early is out as its reset passes: its answer says
         // which window it counted in and what the next holds (a log may still count the
         // window's tail), so the reset restores nothing before it comes.
@@ -276,6 +276,20 @@ impl Ledger {
     fn restore(&mut self, now: SystemTime) {
         if self.reported.take_over(now).is_some() && !self.reported.restore(0, now) {
             self.reopening = self.reported.limit().is_some();
+        }
+    }
+
+    /// Reservations out longer than a request hangs stop counting at `now`: each ended
+    /// unanswered, as far as the law is concerned (its round is judged on the answers it has).
+    fn expire(&mut self, now: SystemTime) {
+        let mut unanswered = Vec::new();
+        self.out.retain(|_, reserved| {
+            let out = reserved.until > now;
+            unanswered.extend(reserved.tag.filter(|_| !out));
+            out
+        });
+        for tag in unanswered {
+            self.learn.abandoned(tag, now);
         }
     }
 
@@ -632,6 +646,35 @@ mod tests {
     }
 
     const MS: Duration = Duration::from_millis(1);
+
+    /// A reservation whose answer never came ends unanswered when it stops counting as out,
+    /// as a gate's law takes a request that ended so: its round is judged on the answers it
+    /// has, not left waiting for one that will not come.
+    #[test]
+    fn a_reservation_that_stops_counting_as_out_ends_unanswered_for_the_law() {
+        let now = SystemTime::now();
+        let mut ledger = Ledger::default();
+        learned_five(&mut ledger, now);
+        let open = now + SECOND;
+        let tickets: Vec<Ticket> = (0..5).map(|_| granted(&mut ledger, open)).collect();
+        for ticket in &tickets[..4] {
+            ledger.merge(Window::default(), Some(*ticket), open + 20 * MS);
+        }
+        // The fifth hangs, past any call's patience.
+        ledger.learn.take_judged();
+        let later = open + OUT_AT_MOST + SECOND;
+        granted(&mut ledger, later);
+        assert_eq!(
+            ledger.out(),
+            1,
+            "only the one just granted: the hung one is not"
+        );
+        let judged = ledger.learn.take_judged().expect("its round judged");
+        assert_eq!(
+            (judged.sent, judged.accepted, judged.refused),
+            (5, 4, false)
+        );
+    }
 
     #[test]
     fn without_meters_the_fleet_learns_by_the_gates_law_and_holds_every_process_by_it() {
