@@ -342,9 +342,10 @@ impl<T: Moment> Learn<T> {
                 self.known = Some(Known::new(accepted));
             }
             // Rule 4, at once: a round ended by this instruction may wait long for its last
-            // answers, and the key goes by the period meanwhile.
+            // answers, and the key goes by the period meanwhile. (An answer heard before its
+            // round began says a wall clock stepped back: the instruction is placed from it.)
             if let (Some(known), Some((began, until))) = (self.known.as_mut(), bound) {
-                known.bounded(began, until);
+                known.bounded(began.min(now), until);
             }
         }
         if tag.round == self.round.id {

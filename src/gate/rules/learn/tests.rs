@@ -1330,3 +1330,22 @@ fn every_state_of_a_run_reads_back_from_json_as_written() {
         }
     }
 }
+
+/// Rule 4 never measures a period shorter than the instruction it is told: on a wall clock
+/// (a fleet's ledger goes by the store's) stepped back 2 s between a round's sends and a
+/// refusal naming a wait of a second, the instruction still bounds a second, not a
+/// millisecond kept as the shortest seen.
+#[test]
+fn a_clock_stepped_back_does_not_measure_a_period_of_a_millisecond() {
+    let mut law = Learn::<SystemTime>::default();
+    let now = start();
+    let tags: Vec<_> = (0..6).map(|out| go(&mut law, now, out)).collect();
+    for tag in &tags[..5] {
+        law.accepted(*tag, now, now + 20 * MS);
+    }
+    let heard = now - 2 * SECOND;
+    let until = heard + SECOND;
+    law.refused(tags[5], heard, Some(until), Some(until));
+    law.next(until, 0, PATIENCE);
+    assert_eq!(law.known.and_then(|known| known.period), Some(SECOND));
+}
