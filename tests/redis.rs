@@ -64,6 +64,7 @@ on_each_redis! {
     #[tokio::test] a_limits_keys_are_touched_together_whatever_its_name,
     #[tokio::test] a_store_whose_connections_are_killed_answers_again,
     #[tokio::test] a_reservation_whose_asker_gave_up_is_not_kept_as_a_request_out,
+    #[tokio::test] times_at_the_clocks_end_are_answered_and_the_key_answers_after_them,
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     a_fleet_on_redis_spends_no_more_than_the_meters_report,
 }
@@ -233,6 +234,29 @@ async fn a_reservation_whose_asker_gave_up_is_not_kept_as_a_request_out(target: 
     assert!(
         matches!(next, Reservation::Granted(_)),
         "the one left is held by a reservation nobody holds: {next:?}"
+    );
+}
+
+/// Times at the end of what a wall clock holds, through the public trait (a caller's clock
+/// is never a reason to panic): each is answered, and the key answers after them. (A panic in
+/// the task writing a key's ledger left every later call on it waiting out its deadline.)
+async fn times_at_the_clocks_end_are_answered_and_the_key_answers_after_them(target: &Target) {
+    let store = target.store("clocks-end");
+    let key = Key::named("api");
+    let end = SystemTime::UNIX_EPOCH + Duration::new(i64::MAX as u64, 999_999_999);
+    let closed = Window {
+        closed_until: Some(end),
+        ..Window::default()
+    };
+    let ago = SystemTime::now() - Duration::from_secs(1);
+    store.merge(&key, closed, None, ago).await.unwrap();
+    let held = store.reserve(&key, Respects::ALL, end).await.unwrap();
+    assert!(matches!(held, Reservation::NotBefore { .. }), "{held:?}");
+    let asked = store.reserve(&key, Respects::ALL, SystemTime::now());
+    let held = tokio::time::timeout(Duration::from_secs(3), asked).await;
+    assert!(
+        matches!(held, Ok(Ok(Reservation::NotBefore { .. }))),
+        "the key answers, still closed: {held:?}"
     );
 }
 

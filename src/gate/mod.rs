@@ -63,6 +63,9 @@ pub(crate) use rules::learn::Judged;
 // What the Redis store keeps of each key: the ledger a memory store keeps, as JSON.
 #[cfg(feature = "redis")]
 pub(crate) use store::Ledger;
+// Its times are read on Redis's clock and this process's, never overflowing either.
+#[cfg(feature = "redis")]
+pub(crate) use time::Moment;
 
 pub use snapshot::GateSnapshot;
 pub use store::MemoryStore;

@@ -30,7 +30,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::oneshot;
 
 use crate::gate::{
-    Ledger, Reservation, Respects, StoreError, StoreFuture, Ticket, Window, WindowStore,
+    Ledger, Moment, Reservation, Respects, StoreError, StoreFuture, Ticket, Window, WindowStore,
 };
 use crate::key::Key;
 
@@ -440,7 +440,7 @@ impl Change {
                     at.duration_since(now)
                         .ok()
                         .filter(|ahead| !ahead.is_zero())
-                        .map(|ahead| redis_now + ahead)
+                        .map(|ahead| redis_now.later(ahead.min(FAR)))
                 };
                 let window = Window {
                     closed_until: window.closed_until.and_then(there),
@@ -474,7 +474,7 @@ impl Change {
                 Some(reservation),
             ) => {
                 // Times from Redis's now, read from when the answer came: never early.
-                let here = now + asked.elapsed();
+                let here = now.later(asked.elapsed());
                 let here = |at: SystemTime| on_clock(at, redis_now, here);
                 let sent = answer.send(Ok(match reservation {
                     Reservation::NotBefore { until, window } => Reservation::NotBefore {
@@ -568,7 +568,9 @@ impl WindowStore for RedisStore {
 fn on_clock(at: SystemTime, then: SystemTime, now: SystemTime) -> SystemTime {
     let ahead = at.duration_since(then).unwrap_or_default().min(FAR);
     let millis = ahead.as_nanos().div_ceil(1_000_000);
-    now + Duration::from_millis(u64::try_from(millis).unwrap_or(u64::MAX))
+    now.later(Duration::from_millis(
+        u64::try_from(millis).unwrap_or(u64::MAX),
+    ))
 }
 
 /// `prefix`, then `name` as a hash tag (see [`RedisStore::redis_key`]).
