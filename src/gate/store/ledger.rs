@@ -254,7 +254,14 @@ impl Ledger {
         }
         let tag = self.learn.sent(now, self.out());
         let last = self.reported.sending(quota, self.out(), now);
-        self.issued += 1;
+        // Numbered from the clock's microsecond on: a ledger made anew (the last expired, or
+        // was forgotten) issues no number an older one did, whose late answer would take
+        // another request's reservation off those out.
+        let micros = now.since(SystemTime::UNIX_EPOCH).as_micros();
+        self.issued = self
+            .issued
+            .saturating_add(1)
+            .max(micros.try_into().unwrap_or(u64::MAX));
         let reserved = Reserved {
             until: now.later(OUT_AT_MOST),
             tag: Some(tag),
@@ -646,6 +653,23 @@ mod tests {
     }
 
     const MS: Duration = Duration::from_millis(1);
+
+    /// A request whose answer comes after its reservation lapsed, and after its ledger went
+    /// (expired, or forgotten to make room) and was made anew: its ticket is none the new
+    /// ledger issued, and takes no other request's reservation off those out.
+    #[test]
+    fn a_ledger_made_anew_issues_no_ticket_an_older_one_did() {
+        let now = SystemTime::now();
+        let long = granted(&mut Ledger::default(), now);
+        let mut anew = Ledger::default();
+        let later = now + OUT_AT_MOST + SECOND;
+        anew.merge(quota(1, later + 30 * SECOND, None), None, later);
+        let newer = granted(&mut anew, later);
+        assert_ne!(newer, long);
+        anew.merge(Window::default(), Some(long), later + SECOND);
+        assert_eq!(anew.out(), 1, "the one out is still out");
+        assert!(held_until(&mut anew, later + SECOND, Respects::ALL).is_some());
+    }
 
     /// A reservation whose answer never came ends unanswered when it stops counting as out,
     /// as a gate's law takes a request that ended so: its round is judged on the answers it
