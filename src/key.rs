@@ -410,6 +410,25 @@ impl Hasher for KeyHasher {
 /// The hasher of maps keyed by [`Key`].
 pub(crate) type BuildKeyHasher = BuildHasherDefault<KeyHasher>;
 
+impl Key {
+    /// The key's name in a store shared by processes: one name per key, as in the gates
+    /// (printed, a key named `https://api.test` and the origin look alike, as do a key named
+    /// `t [g]` and the limit `g` of `t`). Its kind first, then what names it; a group's key
+    /// after its length, so that no group name can reach into it.
+    #[cfg(feature = "redis")]
+    pub(crate) fn store_name(&self) -> String {
+        match &self.repr {
+            Repr::Origin(_) => format!("o:{self}"),
+            Repr::Named(name) => format!("n:{name}"),
+            Repr::Credential(fingerprint) => format!("c:{fingerprint:016x}"),
+            Repr::Group(group) => {
+                let key = group.0.store_name();
+                format!("g:{}:{key}{}", key.len(), group.1)
+            }
+        }
+    }
+}
+
 impl fmt::Display for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.repr {
@@ -488,6 +507,28 @@ impl ByOrigin {
 
 #[cfg(test)]
 mod tests {
+    #[cfg(feature = "redis")]
+    #[test]
+    fn keys_that_print_alike_have_names_of_their_own_in_a_shared_store() {
+        let origin = Key::from_origin("https://api.test").expect("an origin");
+        let credential = Key::credential("Bearer sk");
+        let alike = [
+            (Key::named("https://api.test"), origin.clone()),
+            (Key::named(credential.to_string()), credential.clone()),
+            (Key::named("t [g]"), Key::named("t").within("g")),
+            (
+                Key::named("a").within("b").within("c"),
+                Key::named("a [b]").within("c"),
+            ),
+        ];
+        for (one, other) in alike {
+            assert_eq!(one.to_string(), other.to_string(), "printed alike");
+            assert_ne!(one.store_name(), other.store_name(), "{one:?}, {other:?}");
+        }
+        assert_eq!(origin.store_name(), "o:https://api.test");
+        assert_eq!(Key::named("t").within("g").store_name(), "g:3:n:tg");
+    }
+
     use super::*;
 
     fn parts(uri: &str, host: Option<&str>) -> Parts {

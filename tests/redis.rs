@@ -475,7 +475,10 @@ async fn every_key_expires_on_its_own_under_its_prefix(target: &Target) {
     let prefix = format!("test:{}:expiry:", std::process::id());
     assert_eq!(
         found,
-        [format!("{prefix}{{closed}}"), format!("{prefix}{{new}}")]
+        [
+            format!("{prefix}{{n:closed}}"),
+            format!("{prefix}{{n:new}}")
+        ]
     );
     let closed_ttl = target.pttl(&found[0]).await;
     assert!((1..=400).contains(&closed_ttl), "{closed_ttl}");

@@ -244,14 +244,14 @@ impl RedisStore {
         self
     }
 
-    /// The Redis key holding `key`'s ledger: the prefix, then the key in braces, its hash tag,
-    /// which is what Redis Cluster hashes to a slot, so different limits spread over the
-    /// nodes. Braces and `%` in the key are written `%7B`, `%7D`, `%25`, and an empty key `%`:
-    /// a brace would end the tag early or leave it empty (Redis then hashes the whole name),
-    /// and the escape keeps two keys' names apart. Not public: the layout is the store's to
-    /// change.
+    /// The Redis key holding `key`'s ledger: the prefix, then the key's name (one per key,
+    /// its kind first: `o:https://api.test`, `n:billing`) in braces, its hash tag, which is
+    /// what Redis Cluster hashes to a slot, so different limits spread over the nodes. Braces
+    /// and `%` in the name are written `%7B`, `%7D`, `%25`: a brace would end the tag early
+    /// (Redis then hashes the whole name), and the escape keeps two names apart. Not public:
+    /// the layout is the store's to change.
     fn redis_key(&self, key: &Key) -> String {
-        tagged(&self.prefix, &key.to_string())
+        tagged(&self.prefix, &key.store_name())
     }
 
     /// Asks for `change` to `key`'s ledger, applied by this process's next write of it.
@@ -608,8 +608,10 @@ mod tests {
             .unwrap()
             .prefix("billing:");
         let api = Key::from_origin("https://api.test").unwrap();
-        assert_eq!(store.redis_key(&api), "billing:{https://api.test}");
-        assert_eq!(store.redis_key(&Key::named("a}b")), "billing:{a%7Db}");
+        assert_eq!(store.redis_key(&api), "billing:{o:https://api.test}");
+        assert_eq!(store.redis_key(&Key::named("a}b")), "billing:{n:a%7Db}");
+        let printed_alike = Key::named("https://api.test");
+        assert_ne!(store.redis_key(&printed_alike), store.redis_key(&api));
     }
 
     #[test]
