@@ -782,6 +782,44 @@ fn request() -> Request<String> {
         .unwrap()
 }
 
+/// A ledger that does not read back (written by hand, or by a version whose form this one
+/// cannot read) is written anew: its key answers, and so does the store for every other key.
+#[tokio::test]
+async fn a_ledger_that_does_not_read_back_is_written_anew() {
+    let Some(url) = Target::variable("REDIS_URL", "unreadable") else {
+        return;
+    };
+    let store = Target::Single(url.clone()).store("unreadable");
+    let bad = format!("test:{}:unreadable:{{n:bad}}", std::process::id());
+    let client = redis::Client::open(url).unwrap();
+    let mut raw = client.get_multiplexed_async_connection().await.unwrap();
+    let mut seed = redis::cmd("HSET");
+    seed.arg(&bad).arg("version").arg(1).arg("ledger").arg("{");
+    let () = seed.query_async(&mut raw).await.unwrap();
+    let mut expire = redis::cmd("PEXPIRE");
+    expire.arg(&bad).arg(60_000);
+    let () = expire.query_async(&mut raw).await.unwrap();
+    let now = SystemTime::now();
+    let granted = store.reserve(&Key::named("bad"), Respects::ALL, now).await;
+    assert!(
+        matches!(granted, Ok(Reservation::Granted(_))),
+        "{granted:?}"
+    );
+    let closed = Window {
+        closed_until: Some(now + Duration::from_secs(30)),
+        ..Window::default()
+    };
+    store
+        .merge(&Key::named("good"), closed, None, now)
+        .await
+        .unwrap();
+    let held = store.reserve(&Key::named("good"), Respects::ALL, now).await;
+    assert!(
+        matches!(held, Ok(Reservation::NotBefore { .. })),
+        "{held:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_redis_that_answers_a_second_late_costs_a_call_the_deadline_never_a_failure() {
     let Some(url) = Target::variable("REDIS_URL", "slow") else {

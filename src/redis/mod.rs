@@ -323,7 +323,17 @@ impl RedisStore {
             let (now, version, kept) = self.read(key).await?;
             let mut ledger = match kept.as_str() {
                 "" => Ledger::default(),
-                json => serde_json::from_str(json).map_err(StoreError::new)?,
+                // Failing it would fail every call on the key, and mark the whole store out a
+                // while (a 429 met on any other key then goes unshared); never written back,
+                // it would stay so till it expired.
+                json => serde_json::from_str(json).unwrap_or_else(|error| {
+                    tracing::warn!(
+                        key,
+                        %error,
+                        "shared store: a ledger this version cannot read is written anew (what it held is lost)"
+                    );
+                    Ledger::default()
+                }),
             };
             let applied = changes.iter().map(|change| change.apply(&mut ledger, now));
             let applied = applied.collect();
