@@ -769,11 +769,12 @@ async fn a_call_whose_cap_covers_the_closure_exactly_waits_it_out() {
         .retry_after_cap(Duration::from_secs(600))
         .max_wait(Duration::from_secs(1200));
     assert_eq!(statuses(spawn_calls(&patient, &limiter, 1)).await, [429]);
+    // A default call's cap, 60 s, is then exactly what is left of the instruction; it waits
+    // that out, and the spread the closure was given after it.
+    let instructed = limiter.log()[0].0 + Duration::from_secs(300);
+    tokio::time::advance(instructed - 60 * SECOND - Instant::now()).await;
     let closed_for = gates.snapshot(&key()).and_then(|gate| gate.closed_for());
-    // The longest a default call waits out a closure, the 60 s cap and the 1 s of spread an
-    // instruction that long is given, is then exactly what is left of the closure.
-    tokio::time::advance(closed_for.unwrap() - 61 * SECOND).await;
-    let opens = Instant::now() + 61 * SECOND;
+    let opens = Instant::now() + closed_for.unwrap();
     let exact = RateLimitLayer::new().gates(gates.clone());
     let response = exact
         .layer(limiter.clone())
@@ -788,6 +789,38 @@ async fn a_call_whose_cap_covers_the_closure_exactly_waits_it_out() {
         "sent the moment the gate opened: {:?} after",
         log[1].0 - opens
     );
+}
+
+/// An instruction above the cap is waited by no call, the one that met it (handed its 429 at
+/// once) or the next (turned away): not even where the spread its closure was given leaves
+/// that closure within the cap and the spread an instruction of the cap's length may get.
+#[tokio::test(start_paused = true)]
+async fn an_instruction_above_the_cap_is_waited_by_no_call_whatever_its_spread() {
+    for seed in 1..=8 {
+        let refusal = vec![("retry-after", "60.5".to_owned())];
+        let limiter = Limiter::new(Model::ClosedUntil(Instant::now()), Headers::RetryAfter)
+            .scripted(vec![(429, refusal.clone()), (429, refusal)]);
+        let layer = RateLimitLayer::new().gates(Gates::new()).jitter_seed(seed);
+        let client = layer.layer(limiter.clone());
+        let first = client.clone().oneshot(request("api.test")).await.unwrap();
+        assert_eq!(
+            first.status(),
+            429,
+            "seed {seed}: over the cap, returned at once"
+        );
+        let started = Instant::now();
+        let second = client.oneshot(request("api.test")).await;
+        let throttled = second
+            .as_ref()
+            .err()
+            .and_then(|error| error.downcast_ref::<Throttled>());
+        assert!(
+            throttled.is_some() && limiter.log().len() == 1 && started.elapsed().is_zero(),
+            "seed {seed}: waited {:?}, sent {}",
+            started.elapsed(),
+            limiter.log().len()
+        );
+    }
 }
 
 #[tokio::test(start_paused = true)]

@@ -73,6 +73,9 @@ pub(crate) struct Gate {
     /// An episode was told closed and not yet reopened: a spent window's reset, where the
     /// quota comes back whole without a probe, reopens it with the first healthy answer after.
     told_closed: bool,
+    /// The latest end of an instruction the closure holds, its spread not counted: one above
+    /// a call's cap is not waited, however little spread it was given.
+    instructed: Option<Instant>,
 }
 
 impl Gate {
@@ -131,8 +134,15 @@ impl Gate {
     /// What holds a call with `terms` and `budget` left beyond what it may wait, if anything
     /// does: it is then turned away at once, rather than made to sleep out its budget first.
     fn beyond(&self, now: Instant, budget: Duration, terms: Terms) -> Option<Closed> {
-        self.closed(now, terms)
-            .filter(|closed| closed.left > budget.min(terms.longest_wait))
+        let instructed = self
+            .instructed
+            .map(|until| until.saturating_duration_since(now));
+        self.closed(now, terms).filter(|closed| {
+            // An instruction above the cap, which what holds the call holds, is waited by no
+            // call, however little spread its closure was given.
+            let over_cap = instructed.is_some_and(|left| left > terms.cap && left <= closed.left);
+            over_cap || closed.left > budget.min(terms.longest_wait)
+        })
     }
 
     /// The waiter `id`, with `budget` left, asks whether it may go; `waker` is woken when that
@@ -454,6 +464,9 @@ impl Gate {
         let went = admitted.map_or((self.epoch, None), Admission::went);
         let learns = admitted.and_then(|admitted| admitted.learns);
         self.server_clock = ServerClock::tightest(self.server_clock, report.server_clock);
+        if let Some(instructed) = report.instructed_until.filter(|until| *until > now) {
+            self.instructed = self.instructed.max(Some(instructed));
+        }
         if let Some(until) = report.closed_until.filter(|until| *until > now) {
             // Where the learned quota goes at once when the instruction ends, that quota bounds
             // what goes then: a spread after it would only idle the key.
