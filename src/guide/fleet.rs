@@ -26,15 +26,16 @@
 //!   once the server refused what a reset restored, a reset restores nothing and one
 //!   request probes, alone, as at a gate.
 //! - **One set of rules, on one clock.** On Redis each key is one hash
-//!   (`tower-retry-after:{https://api.test}`: the prefix, then the key as a hash tag) holding
-//!   the very ledger a `MemoryStore` keeps, as JSON, and its version. A process reads it with
-//!   Redis's own clock, applies the same Rust rules at that time, and writes it back only if no
-//!   other process wrote it meanwhile (a compare-and-set on the version; it reads again if one
-//!   did); its calls' changes to a key wait for its write under way and go together in the
-//!   next. Processes send and receive durations, so no two machines' clocks are ever compared.
-//!   Every key expires on its own a little after the last time it names (`linger`, 500 ms), or
-//!   an hour after its last write where the fleet learned how fast it may go; a request out
-//!   whose answer never comes stops counting after a minute.
+//!   (`tower-retry-after:{o:https://api.test}`: the prefix, then the key, its kind first, as
+//!   a hash tag) holding the very ledger a `MemoryStore` keeps, as JSON, and its version. A
+//!   process reads it with Redis's own clock, applies the same Rust rules at that time, and
+//!   writes it back only if no other process wrote it meanwhile (a compare-and-set on the
+//!   version; it reads again if one did); its calls' changes to a key wait for its write
+//!   under way and go together in the next. Processes send and receive durations, so no two
+//!   machines' clocks are ever compared. Every key expires on its own a little after the last
+//!   time it names (`linger`, 500 ms), or an hour after its last write where the fleet
+//!   learned how fast it may go; a request out whose answer never comes stops counting after
+//!   a minute.
 //! - **Off the poll path, and never a failure.** The store is asked by a task of its own, and a
 //!   call waits for it at most the gates' deadline (50 ms; `Gates::with_store_deadline`). Past
 //!   it, or while Redis is down, the call goes by its own process's gates alone; the outage is

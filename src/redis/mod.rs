@@ -226,7 +226,7 @@ impl RedisStore {
     ///
     /// # #[tokio::main]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// // The limit `Key::named("api")` is kept under `billing:{api}`.
+    /// // The limit `Key::named("api")` is kept under `billing:{n:api}`.
     /// let store = RedisStore::open("redis://127.0.0.1:6379/")?.prefix("billing:");
     /// # let _ = store;
     /// # Ok(())
