@@ -464,9 +464,8 @@ impl Gate {
         let went = admitted.map_or((self.epoch, None), Admission::went);
         let learns = admitted.and_then(|admitted| admitted.learns);
         self.server_clock = ServerClock::tightest(self.server_clock, report.server_clock);
-        if let Some(instructed) = report.instructed_until.filter(|until| *until > now) {
-            self.instructed = self.instructed.max(Some(instructed));
-        }
+        // (One past counts for nothing: only what is left of it is compared.)
+        self.instructed = self.instructed.max(report.instructed_until);
         if let Some(until) = report.closed_until.filter(|until| *until > now) {
             // Where the learned quota goes at once when the instruction ends, that quota bounds
             // what goes then: a spread after it would only idle the key.

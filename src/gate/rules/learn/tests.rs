@@ -1139,6 +1139,30 @@ fn a_refused_trial_of_the_burst_does_not_undo_the_rates_raise() {
     );
 }
 
+/// The same where the answer comes during the law's first round learned anew: taken for one
+/// of that round's, it would count a sixth acceptance where five were.
+#[test]
+fn an_answer_to_a_request_sent_before_forget_counts_in_no_round_learned_anew() {
+    let (mut law, reset) = learned_five();
+    law.next(reset, 0, PATIENCE);
+    let stale = go(&mut law, reset, 0);
+    law.forget();
+    let again = reset + SECOND;
+    let tags: Vec<_> = (0..6).map(|out| go(&mut law, again, out)).collect();
+    law.accepted(stale, reset, again + 10 * MS);
+    for tag in &tags[..5] {
+        law.accepted(*tag, again, again + 20 * MS);
+    }
+    law.refused(
+        tags[5],
+        again + 20 * MS,
+        Some(again + SECOND),
+        Some(again + SECOND),
+    );
+    law.next(again + SECOND, 0, PATIENCE);
+    assert_eq!(law.known.expect("learned").burst(), 5);
+}
+
 /// An answer to a request let go before `forget` is no round's of the law learned anew: were
 /// it taken as one (its round's number counted again), it would take that round's one
 /// request out off its count, the round would be judged before that request answered, and
