@@ -684,15 +684,16 @@ mod tests {
         for ticket in &tickets[..4] {
             ledger.merge(Window::default(), Some(*ticket), open + 20 * MS);
         }
-        // The fifth hangs, past any call's patience.
+        // The fifth hangs: while it counts as out, its round waits for its answer.
         ledger.learn.take_judged();
-        let later = open + OUT_AT_MOST + SECOND;
-        granted(&mut ledger, later);
-        assert_eq!(
-            ledger.out(),
-            1,
-            "only the one just granted: the hung one is not"
-        );
+        let meanwhile = open + 30 * SECOND;
+        let another = granted(&mut ledger, meanwhile);
+        ledger.merge(Window::default(), Some(another), meanwhile + 20 * MS);
+        let judged = ledger.learn.take_judged();
+        assert!(judged.is_none_or(|judged| judged.sent != 5), "{judged:?}");
+        // Past the minute it counts, it is out no longer, and its round is judged.
+        ledger.expire(open + OUT_AT_MOST + SECOND);
+        assert_eq!(ledger.out(), 0);
         let judged = ledger.learn.take_judged().expect("its round judged");
         assert_eq!(
             (judged.sent, judged.accepted, judged.refused),
