@@ -303,6 +303,17 @@ mod tests {
     }
 
     #[test]
+    fn a_larger_step_repays_a_refusal_sooner() {
+        let now = SystemTime::UNIX_EPOCH;
+        let mut burst = search(16.0);
+        (burst.max, burst.step, burst.undone) = (Some(17.0), 4.0, 1);
+        (burst.lowered, burst.cost) = (Some(now), 1.0);
+        // step × waited ≥ 2¹ × value × cost: 4 × waited ≥ 2 × 16 × 1 s.
+        assert!(!burst.may_raise(now + 8 * SECOND - Duration::from_millis(1), SECOND));
+        assert!(burst.may_raise(now + 8 * SECOND, SECOND));
+    }
+
+    #[test]
     fn short_of_the_least_value_refused_a_raise_need_not_wait() {
         let now = SystemTime::UNIX_EPOCH;
         let mut burst = search(16.0);
