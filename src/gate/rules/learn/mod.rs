@@ -55,8 +55,9 @@
 //! Before the first refusal that follows an acceptance nothing binds (the gate's slow start
 //! and probes ramp the cold key up); it makes what the key accepted the burst (counted again
 //! once its round's answers are in, unless a later round was judged first: what that one
-//! taught stands) and tries the rate as in 2. While no rate was refused since the rate was last above it, and no raise of
-//! it undone, a round under a rate lasts two bursts' worth of sends (a slow start).
+//! taught stands) and tries the rate as in 2. While no rate was refused since the rate was
+//! last above it, and no raise of it undone, a round under a rate lasts two bursts' worth of
+//! sends (a slow start).
 
 mod known;
 mod round;
