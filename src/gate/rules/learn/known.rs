@@ -128,6 +128,7 @@ impl<T: Moment> Known<T> {
 fn judge<T: Moment>(known: &mut Known<T>, round: &Round<T>, now: T) {
     let (cost, held) = (round.cost.as_secs_f64(), round.held);
     let period = known.period.unwrap_or(ANSWER);
+    let windows = known.keeps_windows();
     let burst_owing = known.burst_owing;
     let (burst, rate) = (&mut known.burst, &mut known.rate);
     if round.burst_refused || (round.burst_trial_refused && burst.trying) {
@@ -145,7 +146,7 @@ fn judge<T: Moment>(known: &mut Known<T>, round: &Round<T>, now: T) {
         let out = out as f64;
         burst.refused(out, (out - 1.0).max(1.0).min(burst.value), cost, now);
     } else if burst.trying && round.burst_tried && round.refused.is_none() {
-        burst.keep();
+        burst.keep(windows);
     }
     if round.burst_refused || round.crowded.is_some() {
         // What the burst explains shows nothing of the rate. (A refused trial of the burst
@@ -164,7 +165,7 @@ fn judge<T: Moment>(known: &mut Known<T>, round: &Round<T>, now: T) {
         }
         known.rate_owing = true;
     } else if rate.trying && round.rate_tried && round.refused.is_none() {
-        rate.keep();
+        rate.keep(windows);
     }
     // A refused round raises nothing; an unrefused one has decided every raise on trial.
     if round.refused.is_some() {

@@ -40,6 +40,10 @@ pub(super) struct Search<T> {
     pub(super) lowered: Option<T>,
     pub(super) cost: f64,
     pub(super) undone: u32,
+    /// Kept above the least value refused where the key keeps windows: raises double the
+    /// value until one is refused.
+    #[cfg_attr(feature = "redis", serde(default))]
+    pub(super) doubling: bool,
 }
 
 impl<T: Moment> Search<T> {
@@ -54,6 +58,7 @@ impl<T: Moment> Search<T> {
             lowered: None,
             cost: 0.0,
             undone: 0,
+            doubling: false,
         }
     }
 
@@ -90,6 +95,7 @@ impl<T: Moment> Search<T> {
     pub(super) fn raise(&mut self) {
         let to = match self.max {
             Some(max) if !self.converged() => (self.value + max) / 2.0,
+            _ if self.doubling => self.value * 2.0,
             _ => self.value + self.step,
         };
         (self.kept, self.value, self.trying) = (self.value, to.max(self.value + self.least), true);
@@ -101,10 +107,15 @@ impl<T: Moment> Search<T> {
         (self.kept, self.value, self.trying) = (self.value, to, true);
     }
 
-    pub(super) fn keep(&mut self) {
+    /// The raise on trial is kept. One that passed the least value refused forgets it (the
+    /// limit rose), and where the key keeps `windows` raises double the value from then, as
+    /// a slow start does, until one is refused: a raise refused there costs no more than the
+    /// reset the key waits for anyway.
+    pub(super) fn keep(&mut self, windows: bool) {
         (self.kept, self.trying, self.undone) = (self.value, false, 0);
         if self.max.is_some_and(|max| max <= self.value) {
             self.max = None;
+            self.doubling = windows;
         }
         if self.max.is_none() {
             self.step *= 2.0;
@@ -149,7 +160,7 @@ impl<T: Moment> Search<T> {
     }
 
     fn lower(&mut self, value: f64, cost: f64, now: T) {
-        (self.value, self.kept, self.trying) = (value, value, false);
+        (self.value, self.kept, self.trying, self.doubling) = (value, value, false, false);
         (self.lowered, self.cost) = (Some(now), cost);
     }
 }
@@ -177,7 +188,7 @@ mod tests {
         );
         burst.raise();
         assert_eq!((burst.value, burst.kept, burst.trying), (15.0, 10.0, true));
-        burst.keep();
+        burst.keep(false);
         burst.raise();
         assert_eq!(burst.value, 17.5);
     }
@@ -223,7 +234,7 @@ mod tests {
         for expected in [17.0, 19.0, 23.0] {
             rate.raise();
             assert_eq!(rate.value, expected);
-            rate.keep();
+            rate.keep(false);
         }
         assert_eq!(rate.step, 8.0);
     }
@@ -335,7 +346,7 @@ mod tests {
         rate.drop_trial();
         assert_eq!((rate.value, rate.trying), (0.0, false));
         rate.raise_to(6.0);
-        rate.keep();
+        rate.keep(false);
         rate.raise();
         assert_eq!(rate.value, 18.0, "the step doubled on keeping");
     }
@@ -357,9 +368,52 @@ mod tests {
         let mut rate = Search::<SystemTime>::new(4.0, 0.0);
         rate.raise_to(5.0);
         assert_eq!(rate.step, 1.0);
-        rate.keep();
+        rate.keep(false);
         rate.raise();
         assert_eq!(rate.value, 7.0, "five, and the step doubled");
+    }
+
+    #[test]
+    fn where_the_key_keeps_windows_a_value_past_the_least_refused_climbs_by_doubling() {
+        let now = SystemTime::UNIX_EPOCH;
+        let climbs = |windows: bool| {
+            let mut burst = search(5.0);
+            burst.refused(6.0, 5.0, 0.0, now);
+            burst.raise();
+            assert_eq!(burst.value, 6.0, "a least step beyond the least refused");
+            burst.keep(windows);
+            let mut values = vec![];
+            for _ in 0..3 {
+                burst.raise();
+                values.push(burst.value);
+                burst.keep(windows);
+            }
+            values
+        };
+        assert_eq!(climbs(true), [12.0, 24.0, 48.0], "a slow start");
+        let mut burst = search(5.0);
+        burst.refused(6.0, 5.0, 0.0, now);
+        burst.raise();
+        burst.keep(true);
+        burst.raise();
+        burst.refused(11.0, 10.0, 0.0, now);
+        burst.raise();
+        assert_eq!(
+            burst.value, 11.0,
+            "a refusal ends the doubling: the step goes on"
+        );
+        assert_eq!(
+            climbs(false),
+            [8.0, 12.0, 20.0],
+            "a step doubling from the least"
+        );
+        // Short of the least refused, a raise kept goes on halving the distance.
+        let mut burst = search(20.0);
+        burst.refused(21.0, 10.0, 0.0, now);
+        burst.raise_to(12.0);
+        burst.keep(true);
+        burst.raise();
+        assert_eq!(burst.value, 16.0);
     }
 
     #[test]
@@ -369,7 +423,7 @@ mod tests {
         burst.refused(12.0, 9.0, 0.0, now);
         assert_eq!(burst.max, Some(10.0));
         burst.raise_to(11.0);
-        burst.keep();
+        burst.keep(false);
         assert_eq!(burst.max, None);
     }
 }

@@ -211,9 +211,12 @@ fn on_fixed_windows_that_name_their_reset_it_sends_the_limit_each_window_and_sel
             20 * SECOND,
         );
         // Of 60 windows of 10 from 20 s on: the wait named in whole seconds hides up to a
-        // second of where each window ends, which the law measures never early.
+        // second of where each window ends, which the law measures never early. Its rounds
+        // drift across the clock's windows: one that starts as a window ends is accepted
+        // beyond the limit, which reads as a limit that rose, and the doubling after it
+        // overshoots once, by up to the burst.
         assert!(run.accepted >= 450, "seed {seed}: {run:?}");
-        assert!(run.refused <= 20, "seed {seed}: {run:?}");
+        assert!(run.refused <= 25, "seed {seed}: {run:?}");
     });
 }
 
@@ -785,6 +788,29 @@ fn a_key_keeps_windows_while_its_rate_gives_less_than_a_burst_a_period() {
     };
     assert!(keeps(4.9));
     assert!(!keeps(5.0), "a burst a period: the rate refills it");
+}
+
+#[test]
+fn a_burst_kept_past_the_least_refused_doubles_where_the_key_keeps_windows() {
+    // The burst went to the least value refused and was accepted whole, with calls held for
+    // requests out: the limit rose.
+    let climbed = |rate: f64| {
+        let mut known = Known::new(5);
+        (known.rate, known.period) = (super::search::Search::new(rate, 0.0), Some(SECOND));
+        known.burst.max = Some(6.0);
+        known.burst.raise_to(6.0);
+        let mut round = round_of(6);
+        (round.burst_tried, round.held.out) = (true, true);
+        known.judge(&round, start() + SECOND);
+        assert!(known.burst.trying, "the next raise is on trial");
+        known.burst.value
+    };
+    assert_eq!(climbed(0.0), 12.0, "a refused raise costs a window no time");
+    assert_eq!(
+        climbed(6.0),
+        8.0,
+        "no windows: the step doubles from the last"
+    );
 }
 
 #[test]
