@@ -520,6 +520,44 @@ async fn an_instruction_beyond_the_cap_fails_every_process_fast_until_it_passes(
     assert_eq!(limiter.log().len(), 2);
 }
 
+/// An instruction just above the cap, met by one process, fails the others' calls fast as it
+/// fails the first's: shared through the store, it is still the server's instruction, not a
+/// closure a call may wait out because it is no longer than the cap and its spread.
+#[tokio::test(start_paused = true)]
+async fn an_instruction_just_above_the_cap_fails_the_other_processes_fast_too() {
+    let cap = 30 * SECOND;
+    let limiter = Limiter::new(Model::ClosedUntil(Instant::now()), Headers::RetryAfter)
+        .scripted(vec![(429, retry_after(cap + SECOND))]);
+    let store = Arc::new(MemoryStore::new());
+    let [first, second] = [0, 1].map(|_| {
+        let layer = RateLimitLayer::new()
+            .retry_after_cap(cap)
+            .gates(Gates::with_store(store.clone()));
+        layer.layer(limiter.clone())
+    });
+    let request = || {
+        Request::get("http://api.test/items")
+            .body(String::new())
+            .unwrap()
+    };
+    assert_eq!(
+        first.clone().oneshot(request()).await.unwrap().status(),
+        429
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    for process in [&first, &second] {
+        let started = Instant::now();
+        let error = process.clone().oneshot(request()).await.unwrap_err();
+        assert!(error.downcast_ref::<Throttled>().is_some(), "{error}");
+        assert!(started.elapsed() < Duration::from_millis(100), "held");
+    }
+    assert_eq!(
+        limiter.log().len(),
+        1,
+        "nothing sent inside the instruction"
+    );
+}
+
 /// A store a round trip away: it hears each question 10 ms after it is asked, as a store
 /// across a network does.
 struct Distant(Arc<MemoryStore>);

@@ -21,7 +21,7 @@ use tokio::time::Instant;
 use crate::events;
 use crate::gate::Gates;
 use crate::gate::key::Gate;
-use crate::gate::key::answer::{Admission, Arrival};
+use crate::gate::key::answer::{Admission, Arrival, Closed};
 use crate::gate::key::report::Report;
 use crate::gate::key::terms::Terms;
 use crate::gate::registry::Table;
@@ -219,11 +219,13 @@ impl Call {
     /// [`enter`](Self::enter), under the registry's lock.
     fn enter_locked(&self, table: &mut Table, now: Instant, budget: Duration) -> Entered {
         let registry = &self.gates.registry;
-        if let Some(closed) = self
-            .whole()
-            .and_then(|whole| table.gates.get(whole)?.closed(now, self.terms))
-        {
-            return self.not_before(after(now, closed.left), closed.by, now, budget);
+        if let Some(whole) = self.whole().and_then(|whole| table.gates.get(whole)) {
+            if let Some(closed) = whole.beyond(now, budget, self.terms) {
+                return self.turned_away(closed);
+            }
+            if let Some(closed) = whole.closed(now, self.terms) {
+                return Entered::NotBefore(after(now, closed.left), closed.by);
+            }
         }
         if let Some(gate) = table.gates.get_mut(&self.key) {
             return self.arrive(gate, now, budget);
@@ -278,7 +280,14 @@ impl Call {
         let clocks = registry.clocks();
         let until = clocks.instant(until).max(after(now, LEAST_HOLD));
         let episode = registry.learn(&self.key, window.to_report(&clocks), now);
-        let held = match self.not_before(until, HeldBy::Fleet, now, budget) {
+        // What the gate now knows turns the call away as it would one arriving now (an
+        // instruction above the cap, however little is left beyond it).
+        let beyond = (registry.lock().gates.get(&self.key))
+            .and_then(|gate| gate.beyond(now, budget, self.terms));
+        let held = match beyond.map_or_else(
+            || self.not_before(until, HeldBy::Fleet, now, budget),
+            |closed| self.turned_away(closed),
+        ) {
             Entered::NotBefore(until, _) => Entered::Held(until),
             other => other,
         };
@@ -310,11 +319,14 @@ impl Call {
                 id,
                 self.terms,
             )),
-            Arrival::Beyond(closed) => {
-                Entered::Throttled(Throttled::new(self.key.clone(), closed.left, closed.by))
-            }
+            Arrival::Beyond(closed) => self.turned_away(closed),
             Arrival::Short { until, by } => self.not_before(until, by, now, budget),
         }
+    }
+
+    /// Turned away at once by what holds it, `closed`.
+    fn turned_away(&self, closed: Closed) -> Entered {
+        Entered::Throttled(Throttled::new(self.key.clone(), closed.left, closed.by))
     }
 
     fn pass(&self, admission: Admission) -> Pass {
@@ -502,6 +514,39 @@ mod tests {
         }
         let b = whole.within("b");
         assert_eq!(gates.snapshot(&b).map_or(0, |gate| gate.waiters()), 0);
+    }
+
+    /// An instruction above the cap closing the whole key turns away a call on any limit of
+    /// it, as it turns away one on the whole key: a little spread leaves its closure within
+    /// the longest wait (the cap and its spread), but what is instructed is over the cap.
+    #[test]
+    fn a_call_on_a_limit_of_a_key_instructed_past_the_cap_is_turned_away() {
+        const SECOND: Duration = Duration::from_secs(1);
+        let gates = Gates::default();
+        let whole = Key::named("api");
+        gates.routes.learn(&whole, "/a", "a");
+        let settings = Settings {
+            retry_after_cap: 29 * SECOND + SECOND / 2,
+            ..Settings::default()
+        };
+        let now = Instant::now();
+        let instructed = now + 30 * SECOND;
+        let refused = Report {
+            refused: true,
+            closed_until: Some(instructed + SECOND / 10),
+            closed_by: Some(HeldBy::RetryAfter {
+                status: http::StatusCode::TOO_MANY_REQUESTS,
+            }),
+            instructed_until: Some(instructed),
+            ..Report::default()
+        };
+        gates.registry.learn(&whole, refused, now);
+        let budget = 120 * SECOND;
+        for route in ["/a", "/"] {
+            let mut call = Call::new(gates.clone(), whole.clone(), None, &settings);
+            let entered = call.enter(now, budget, route);
+            assert!(matches!(entered, Entered::Throttled(_)), "{route}");
+        }
     }
 
     #[test]

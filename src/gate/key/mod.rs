@@ -133,7 +133,7 @@ impl Gate {
 
     /// What holds a call with `terms` and `budget` left beyond what it may wait, if anything
     /// does: it is then turned away at once, rather than made to sleep out its budget first.
-    fn beyond(&self, now: Instant, budget: Duration, terms: Terms) -> Option<Closed> {
+    pub(crate) fn beyond(&self, now: Instant, budget: Duration, terms: Terms) -> Option<Closed> {
         let instructed = self
             .instructed
             .map(|until| until.saturating_duration_since(now));

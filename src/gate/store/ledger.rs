@@ -37,6 +37,10 @@ const HUNG: Duration = Duration::from_secs(10);
 #[cfg_attr(feature = "redis", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct Ledger {
     pub(super) closure: Closure<SystemTime>,
+    /// The latest end of a closure the server named: a closure in force that ends later is
+    /// a guess.
+    #[cfg_attr(feature = "redis", serde(default))]
+    pub(super) named: Option<SystemTime>,
     /// The current window, as the reports fold it (no epochs: a store hears no closures).
     pub(super) reported: ReportedWindow<SystemTime>,
     /// The requests reserved and not yet answered, by ticket: when each stops counting, and
@@ -126,14 +130,15 @@ impl Ledger {
     /// answers are due is not told (see [`Ledger::answers_due`]): a process's gate would hold
     /// its calls by it till the reset, where the store lets them look again.
     pub(crate) fn window(&self, now: SystemTime) -> Window {
+        let closed_until = self.closure.in_force(now);
         Window {
-            closed_until: self.closure.in_force(now),
+            closed_until,
             quota: self
                 .available(now)
                 .filter(|quota| !self.answers_due(*quota, now))
                 .map(|quota| (quota.remaining, quota.reset_at)),
             limit: self.reported.limit(),
-            guessed: false,
+            guessed: closed_until.is_some_and(|until| self.named < Some(until)),
             reset_second: None,
         }
     }
@@ -356,6 +361,9 @@ impl Ledger {
         }
         if let Some(until) = closed {
             self.closure.extend(until, HeldBy::Fleet);
+            if !window.guessed {
+                self.named = self.named.max(Some(until));
+            }
         }
     }
 }
@@ -540,6 +548,31 @@ mod tests {
         let second = granted(&mut ledger, later);
         ledger.merge(quota(6, later + SECOND, None), Some(second), later);
         assert_eq!(ledger.window(later).quota, Some((6, later + SECOND)));
+    }
+
+    #[test]
+    fn a_ledger_tells_whether_the_closure_in_force_is_a_guess() {
+        let now = SystemTime::now();
+        let mut ledger = Ledger::default();
+        let closed = |until, guessed| Window {
+            closed_until: Some(until),
+            guessed,
+            ..Window::default()
+        };
+        ledger.merge(closed(now + 10 * SECOND, false), None, now);
+        assert!(!ledger.window(now).guessed, "the server named it");
+        ledger.merge(closed(now + 5 * SECOND, true), None, now);
+        assert!(
+            !ledger.window(now).guessed,
+            "a shorter guess changes nothing"
+        );
+        ledger.merge(closed(now + 20 * SECOND, true), None, now);
+        assert!(
+            ledger.window(now).guessed,
+            "a guess holds past what was named"
+        );
+        ledger.merge(closed(now + 20 * SECOND, false), None, now);
+        assert!(!ledger.window(now).guessed, "named as long as the guess");
     }
 
     #[test]

@@ -100,14 +100,16 @@ impl Window {
         }
     }
 
-    /// This window on this process's clock, as a report to take in.
+    /// This window on this process's clock, as a report to take in: a closure the server
+    /// named is its instruction still (one beyond the cap turns calls away).
     pub(crate) fn to_report(self, clocks: &Anchor) -> Report {
+        let closed_until = self.closed_until.map(|at| clocks.instant(at));
         Report {
             refused: false,
-            closed_until: self.closed_until.map(|at| clocks.instant(at)),
+            closed_until,
             closed_by: Some(HeldBy::Fleet),
             quota_by: Some(HeldBy::Fleet),
-            instructed_until: None,
+            instructed_until: closed_until.filter(|_| !self.guessed),
             limit: self.limit,
             server_clock: None,
             quota: self.quota.map(|(remaining, reset)| Quota {
@@ -377,10 +379,12 @@ mod tests {
             limit: Some(10),
             ..Report::default()
         };
-        // What set them is this process's to say: taken back, they were set by another.
+        // What set them is this process's to say: taken back, they were set by another; the
+        // closure the server named is still its instruction.
         let taken = Report {
             closed_until: Some(now + 2 * SECOND),
             closed_by: Some(HeldBy::Fleet),
+            instructed_until: Some(now + 2 * SECOND),
             quota: Some(quota),
             quota_by: Some(HeldBy::Fleet),
             limit: Some(10),
@@ -402,6 +406,8 @@ mod tests {
         let status = http::StatusCode::TOO_MANY_REQUESTS;
         let guess = closed_by(HeldBy::Guess { status });
         assert!(Window::from_report(guess, &clocks).guessed);
+        let taken = Window::from_report(guess, &clocks).to_report(&clocks);
+        assert_eq!(taken.instructed_until, None, "a guess is no instruction");
         let named = Report {
             instructed_until: Some(now + SECOND),
             ..closed_by(HeldBy::RetryAfter { status })
