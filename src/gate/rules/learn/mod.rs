@@ -34,7 +34,7 @@
 //!    the server keeps windows at all.
 //! 3. **Raises search like BIC**: halfway to the least value refused; beyond it by a step
 //!    that doubles while kept. A value kept past the least refused forgets it (the limit
-//!    rose); where the key keeps windows, raises then double the value until one is
+//!    rose); while the key keeps windows, raises then double the value until one is
 //!    refused, as a slow start does: a refused raise costs a window no time, as the key
 //!    waits for its reset anyway. Every refusal the search learns from halves the step and
 //!    sets the least value refused (a raise undone and a value lowered alike), and the next

@@ -40,8 +40,8 @@ pub(super) struct Search<T> {
     pub(super) lowered: Option<T>,
     pub(super) cost: f64,
     pub(super) undone: u32,
-    /// Kept above the least value refused where the key keeps windows: raises double the
-    /// value until one is refused.
+    /// Kept past the least value refused while the key keeps windows: raises double the
+    /// value until one is refused, or the key keeps windows no more.
     #[cfg_attr(feature = "redis", serde(default))]
     pub(super) doubling: bool,
 }
@@ -108,15 +108,16 @@ impl<T: Moment> Search<T> {
     }
 
     /// The raise on trial is kept. One that passed the least value refused forgets it (the
-    /// limit rose), and where the key keeps `windows` raises double the value from then, as
+    /// limit rose), and while the key keeps `windows` raises double the value from then, as
     /// a slow start does, until one is refused: a raise refused there costs no more than the
     /// reset the key waits for anyway.
     pub(super) fn keep(&mut self, windows: bool) {
         (self.kept, self.trying, self.undone) = (self.value, false, 0);
-        if self.max.is_some_and(|max| max <= self.value) {
+        let passed = self.max.is_some_and(|max| max <= self.value);
+        if passed {
             self.max = None;
-            self.doubling = windows;
         }
+        self.doubling = windows && (passed || self.doubling);
         if self.max.is_none() {
             self.step *= 2.0;
         }

@@ -1390,3 +1390,24 @@ fn a_clock_stepped_back_does_not_measure_a_period_of_a_millisecond() {
     law.next(until, 0, PATIENCE);
     assert_eq!(law.known.and_then(|known| known.period), Some(SECOND));
 }
+
+/// A rate kept past its least refused doubles while the key keeps windows; once it
+/// gives a burst a period, a raise is the step again.
+#[test]
+fn a_rate_doubles_only_while_the_key_keeps_windows() {
+    let mut known = Known::new(10);
+    (known.rate, known.period) = (super::search::Search::new(2.0, 0.0), Some(SECOND));
+    known.rate.max = Some(3.0);
+    known.rate.raise_to(3.0);
+    let mut raised = vec![];
+    for n in 1..=3 {
+        let windows = known.keeps_windows();
+        let mut round = round_of(10);
+        (round.rate_tried, round.held.token) = (true, true);
+        known.judge(&round, start() + 10 * n * SECOND);
+        raised.push((windows, known.rate.value));
+    }
+    // 3 → 6 → 12 while under the burst of 10 a second; at 12 the key keeps windows no more:
+    // 12 + the step (8), not 24.
+    assert_eq!(raised, [(true, 6.0), (true, 12.0), (false, 20.0)]);
+}
