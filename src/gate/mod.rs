@@ -290,4 +290,13 @@ impl Gates {
     pub(crate) fn call(&self, key: Key, cost: Option<TokenCost>, settings: &Settings) -> Call {
         Call::new(self.clone(), key, cost, settings)
     }
+
+    /// A closure of `whole` holds the calls of every limit of it: those waiting at a limit's
+    /// gate look again, so that one longer than they may wait turns them away now, not when
+    /// what they waited for ends.
+    pub(crate) fn closed_whole(&self, whole: &Key) {
+        for limit in self.routes.limits(whole) {
+            self.registry.update(&limit, key::Gate::wake_heads);
+        }
+    }
 }

@@ -838,6 +838,31 @@ mod tests {
         reads_as(&older, &kept);
     }
 
+    /// A ledger written before it kept whether its closure is a guess (or written back by a
+    /// process that does not keep it) tells the closure as one the server named, as every
+    /// closure was told then; one written since tells a guess as a guess.
+    #[test]
+    fn a_ledger_kept_before_it_told_guesses_tells_its_closure_as_named() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let closed_until = Some(now + Duration::from_secs(31));
+        let kept = |guessed| {
+            let mut ledger = Ledger::default();
+            let window = Window {
+                closed_until,
+                guessed,
+                ..Window::default()
+            };
+            ledger.merge(window, None, now);
+            serde_json::to_string(&ledger).unwrap()
+        };
+        let read = |json: &str| serde_json::from_str::<Ledger>(json).unwrap().window(now);
+        assert!(read(&kept(true)).guessed);
+        assert!(!read(&kept(false)).guessed);
+        let older = kept(true).replace(",\"guessed\":true", "");
+        assert_ne!(older, kept(true), "the field is written");
+        assert!(!read(&older).guessed, "{older}");
+    }
+
     #[cfg(feature = "redis-cluster")]
     #[test]
     fn different_limits_spread_over_the_slots() {

@@ -135,6 +135,7 @@ impl Call {
             if self.whole().is_some() {
                 // (The call's own limit closes with its answer, which tells the episode.)
                 registry.learn(whole, *report, now);
+                self.gates.closed_whole(whole);
             }
             self.share_global(whole, report, now);
             return None;
@@ -279,11 +280,19 @@ impl Call {
         let registry = &self.gates.registry;
         let clocks = registry.clocks();
         let until = clocks.instant(until).max(after(now, LEAST_HOLD));
-        let episode = registry.learn(&self.key, window.to_report(&clocks), now);
+        let report = window.to_report(&clocks);
+        let episode = registry.learn(&self.key, report, now);
         // What the gate now knows turns the call away as it would one arriving now (an
-        // instruction above the cap, however little is left beyond it).
-        let beyond = (registry.lock().gates.get(&self.key))
-            .and_then(|gate| gate.beyond(now, budget, self.terms));
+        // instruction above the cap, however little is left beyond it); where no gate was kept
+        // for the key (a registry full of gates holding calls), what the store said does.
+        let beyond = match registry.lock().gates.get(&self.key) {
+            Some(gate) => gate.beyond(now, budget, self.terms),
+            None => {
+                let mut told = Gate::new();
+                told.learn(report, now);
+                told.beyond(now, budget, self.terms)
+            }
+        };
         let held = match beyond.map_or_else(
             || self.not_before(until, HeldBy::Fleet, now, budget),
             |closed| self.turned_away(closed),
@@ -546,6 +555,105 @@ mod tests {
             let mut call = Call::new(gates.clone(), whole.clone(), None, &settings);
             let entered = call.enter(now, budget, route);
             assert!(matches!(entered, Entered::Throttled(_)), "{route}");
+        }
+    }
+
+    /// A waiter at a limit's gate (held by a 20 s guess) looks again when a global refusal
+    /// naming more than the cap closes the whole key, and is turned away then, not after the
+    /// guess it waited for (by when what is left of the instruction is within the cap).
+    #[test]
+    fn a_waiter_at_a_limit_is_turned_away_when_the_whole_key_closes_past_the_cap() {
+        use crate::gate::call::NotYet;
+        use crate::gate::key::tokens::TokenMeters;
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        struct Count(AtomicUsize);
+        impl std::task::Wake for Count {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        const SECOND: Duration = Duration::from_secs(1);
+        let status = http::StatusCode::TOO_MANY_REQUESTS;
+        let (gates, whole, now) = (Gates::default(), Key::named("api"), Instant::now());
+        gates.routes.learn(&whole, "/a", "a");
+        gates.routes.learn(&whole, "/b", "b");
+        let settings = Settings {
+            retry_after_cap: 30 * SECOND,
+            ..Settings::default()
+        };
+        let call = || Call::new(gates.clone(), whole.clone(), None, &settings);
+        let budget = 120 * SECOND;
+        let guess = Report {
+            refused: true,
+            closed_until: Some(now + 20 * SECOND),
+            closed_by: Some(HeldBy::Guess { status }),
+            ..Report::default()
+        };
+        gates.registry.learn(&whole.within("a"), guess, now);
+        let Entered::Queued(mut place) = call().enter(now, budget, "/a") else {
+            panic!("its limit is closed: it waits there");
+        };
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = std::task::Waker::from(count.clone());
+        assert!(place.poll(now, budget, &waker).is_err());
+        // Route b is refused for every limit of the key, for 31 s.
+        let mut on_b = call();
+        let Entered::Admitted(refused) = on_b.enter(now, budget, "/b") else {
+            panic!("the first call on b goes alone");
+        };
+        let mut response = http::Response::builder()
+            .status(429)
+            .header("retry-after", "31")
+            .header("x-ratelimit-global", "true")
+            .body(())
+            .unwrap();
+        let said = Said::read(&mut response, now, SystemTime::now(), None, &settings, &[]);
+        assert!(said.is_global());
+        let mut report = said.report(Some(now + 31 * SECOND + SECOND / 2));
+        on_b.learn_limit("/b", &said, &mut report, now);
+        refused.answered(report, &TokenMeters::NONE, now, None);
+        assert!(count.0.load(Ordering::SeqCst) > 0, "not woken");
+        assert!(matches!(
+            place.poll(now, budget, &waker),
+            Err(NotYet::Reroute)
+        ));
+        assert!(
+            matches!(call().enter(now, budget, "/a"), Entered::Throttled(_)),
+            "arriving again, it is turned away"
+        );
+    }
+
+    /// The store holds a call by an instruction above the cap on a process whose registry is
+    /// full of gates holding calls: the call is turned away, not put to sleep.
+    #[test]
+    fn a_store_instruction_above_the_cap_turns_a_call_away_on_a_full_registry() {
+        const SECOND: Duration = Duration::from_secs(1);
+        let (gates, now) = (Gates::with_capacity(1), Instant::now());
+        let closure = Report {
+            refused: true,
+            closed_until: Some(now + 10 * SECOND),
+            ..Report::default()
+        };
+        gates.registry.learn(&Key::named("other"), closure, now);
+        let settings = Settings {
+            retry_after_cap: 30 * SECOND,
+            ..Settings::default()
+        };
+        let mut call = Call::new(gates.clone(), Key::named("api"), None, &settings);
+        let Entered::Admitted(pass) = call.enter(now, 120 * SECOND, "/") else {
+            panic!("a new key on a full registry goes ungated");
+        };
+        let until = gates.registry.clocks().wall(now + 30 * SECOND + SECOND / 2);
+        let window = Window {
+            closed_until: Some(until),
+            ..Window::default()
+        };
+        let answer = Some(Reservation::NotBefore { until, window });
+        match call.reserved(answer, pass, now, 120 * SECOND).0 {
+            Entered::Throttled(_) => {}
+            Entered::Held(at) => panic!("held {:?}", at - now),
+            _ => panic!("neither throttled nor held"),
         }
     }
 

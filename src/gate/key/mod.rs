@@ -351,6 +351,11 @@ impl Gate {
     /// longer than they may wait turns them away now, not when the one they waited for ends.
     pub(crate) fn learn(&mut self, report: Report, now: Instant) {
         self.take_in(report, None, now);
+        self.wake_heads();
+    }
+
+    /// The calls at the head of the queue look again.
+    pub(crate) fn wake_heads(&mut self) {
         self.queues.wake_heads();
     }
 

@@ -37,10 +37,11 @@ const HUNG: Duration = Duration::from_secs(10);
 #[cfg_attr(feature = "redis", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct Ledger {
     pub(super) closure: Closure<SystemTime>,
-    /// The latest end of a closure the server named: a closure in force that ends later is
-    /// a guess.
+    /// The closure is a guess: no end the server named reaches as far. (A ledger written
+    /// before this was kept, or by a process that does not keep it, reads as named, as every
+    /// closure was read then: a guess never exceeds the cap, so only its name is wrong.)
     #[cfg_attr(feature = "redis", serde(default))]
-    pub(super) named: Option<SystemTime>,
+    pub(super) guessed: bool,
     /// The current window, as the reports fold it (no epochs: a store hears no closures).
     pub(super) reported: ReportedWindow<SystemTime>,
     /// The requests reserved and not yet answered, by ticket: when each stops counting, and
@@ -138,7 +139,7 @@ impl Ledger {
                 .filter(|quota| !self.answers_due(*quota, now))
                 .map(|quota| (quota.remaining, quota.reset_at)),
             limit: self.reported.limit(),
-            guessed: closed_until.is_some_and(|until| self.named < Some(until)),
+            guessed: closed_until.is_some() && self.guessed,
             reset_second: None,
         }
     }
@@ -360,10 +361,12 @@ impl Ledger {
             None => {}
         }
         if let Some(until) = closed {
-            self.closure.extend(until, HeldBy::Fleet);
-            if !window.guessed {
-                self.named = self.named.max(Some(until));
+            match self.closure.until() {
+                Some(end) if until < end => {}
+                Some(end) if until == end => self.guessed &= window.guessed,
+                _ => self.guessed = window.guessed,
             }
+            self.closure.extend(until, HeldBy::Fleet);
         }
     }
 }
