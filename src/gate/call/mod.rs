@@ -282,6 +282,9 @@ impl Call {
         let until = clocks.instant(until).max(after(now, LEAST_HOLD));
         let report = window.to_report(&clocks);
         let episode = registry.learn(&self.key, report, now);
+        if report.closed_until.is_some() && self.whole().is_none() {
+            self.gates.closed_whole(&self.key);
+        }
         // What the gate now knows turns the call away as it would one arriving now (an
         // instruction above the cap, however little is left beyond it); where no gate was kept
         // for the key (a registry full of gates holding calls), what the store said does.
@@ -550,78 +553,9 @@ mod tests {
             ..Report::default()
         };
         gates.registry.learn(&whole, refused, now);
-        let budget = 120 * SECOND;
-        for route in ["/a", "/"] {
-            let mut call = Call::new(gates.clone(), whole.clone(), None, &settings);
-            let entered = call.enter(now, budget, route);
-            assert!(matches!(entered, Entered::Throttled(_)), "{route}");
-        }
-    }
-
-    /// A waiter at a limit's gate (held by a 20 s guess) looks again when a global refusal
-    /// naming more than the cap closes the whole key, and is turned away then, not after the
-    /// guess it waited for (by when what is left of the instruction is within the cap).
-    #[test]
-    fn a_waiter_at_a_limit_is_turned_away_when_the_whole_key_closes_past_the_cap() {
-        use crate::gate::call::NotYet;
-        use crate::gate::key::tokens::TokenMeters;
-        use std::sync::Arc;
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        struct Count(AtomicUsize);
-        impl std::task::Wake for Count {
-            fn wake(self: Arc<Self>) {
-                self.0.fetch_add(1, Ordering::SeqCst);
-            }
-        }
-        const SECOND: Duration = Duration::from_secs(1);
-        let status = http::StatusCode::TOO_MANY_REQUESTS;
-        let (gates, whole, now) = (Gates::default(), Key::named("api"), Instant::now());
-        gates.routes.learn(&whole, "/a", "a");
-        gates.routes.learn(&whole, "/b", "b");
-        let settings = Settings {
-            retry_after_cap: 30 * SECOND,
-            ..Settings::default()
-        };
-        let call = || Call::new(gates.clone(), whole.clone(), None, &settings);
-        let budget = 120 * SECOND;
-        let guess = Report {
-            refused: true,
-            closed_until: Some(now + 20 * SECOND),
-            closed_by: Some(HeldBy::Guess { status }),
-            ..Report::default()
-        };
-        gates.registry.learn(&whole.within("a"), guess, now);
-        let Entered::Queued(mut place) = call().enter(now, budget, "/a") else {
-            panic!("its limit is closed: it waits there");
-        };
-        let count = Arc::new(Count(AtomicUsize::new(0)));
-        let waker = std::task::Waker::from(count.clone());
-        assert!(place.poll(now, budget, &waker).is_err());
-        // Route b is refused for every limit of the key, for 31 s.
-        let mut on_b = call();
-        let Entered::Admitted(refused) = on_b.enter(now, budget, "/b") else {
-            panic!("the first call on b goes alone");
-        };
-        let mut response = http::Response::builder()
-            .status(429)
-            .header("retry-after", "31")
-            .header("x-ratelimit-global", "true")
-            .body(())
-            .unwrap();
-        let said = Said::read(&mut response, now, SystemTime::now(), None, &settings, &[]);
-        assert!(said.is_global());
-        let mut report = said.report(Some(now + 31 * SECOND + SECOND / 2));
-        on_b.learn_limit("/b", &said, &mut report, now);
-        refused.answered(report, &TokenMeters::NONE, now, None);
-        assert!(count.0.load(Ordering::SeqCst) > 0, "not woken");
-        assert!(matches!(
-            place.poll(now, budget, &waker),
-            Err(NotYet::Reroute)
-        ));
-        assert!(
-            matches!(call().enter(now, budget, "/a"), Entered::Throttled(_)),
-            "arriving again, it is turned away"
-        );
+        let mut call = Call::new(gates.clone(), whole.clone(), None, &settings);
+        let entered = call.enter(now, 120 * SECOND, "/a");
+        assert!(matches!(entered, Entered::Throttled(_)));
     }
 
     /// The store holds a call by an instruction above the cap on a process whose registry is
@@ -692,5 +626,281 @@ mod tests {
             call.not_before(beyond_the_cap, by, now, ample),
             Entered::Throttled(_)
         ));
+    }
+
+    /// A waker that counts how often it is woken.
+    struct Count(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Count {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    /// A waiter at the gate of limit `a` of the key `api`, on `gates`, closed for a 20 s guess,
+    /// is woken when `refuse` closes the whole key past the cap (30 s) at `now`: it looks again
+    /// and is turned away then, not once its guess ends (when what is left of the instruction
+    /// is within the cap, and it would wait the rest).
+    fn a_waiter_at_a_limit_looks_again_when(
+        gates: Gates,
+        now: Instant,
+        refuse: impl FnOnce(&Settings),
+    ) {
+        use crate::gate::call::NotYet;
+        use std::sync::atomic::Ordering;
+        const SECOND: Duration = Duration::from_secs(1);
+        let whole = Key::named("api");
+        let settings = Settings {
+            retry_after_cap: 30 * SECOND,
+            ..Settings::default()
+        };
+        let budget = 120 * SECOND;
+        gates.routes.learn(&whole, "/a", "a");
+        let guess = Report {
+            refused: true,
+            closed_until: Some(now + 20 * SECOND),
+            closed_by: Some(HeldBy::Guess {
+                status: http::StatusCode::TOO_MANY_REQUESTS,
+            }),
+            ..Report::default()
+        };
+        gates.registry.learn(&whole.within("a"), guess, now);
+        let call = || Call::new(gates.clone(), whole.clone(), None, &settings);
+        let Entered::Queued(mut place) = call().enter(now, budget, "/a") else {
+            panic!("its limit is closed: it waits there");
+        };
+        let count = std::sync::Arc::new(Count(0.into()));
+        let waker = std::task::Waker::from(count.clone());
+        assert!(place.poll(now, budget, &waker).is_err());
+        refuse(&settings);
+        assert!(count.0.load(Ordering::SeqCst) > 0, "not woken");
+        assert!(matches!(
+            place.poll(now, budget, &waker),
+            Err(NotYet::Reroute)
+        ));
+        assert!(
+            matches!(call().enter(now, budget, "/a"), Entered::Throttled(_)),
+            "arriving again, it is turned away"
+        );
+    }
+
+    /// A 429 for every limit of the key naming 31 s, answering `call`, let through as `pass`.
+    fn refused_globally_for_31_s(
+        call: Call,
+        pass: Pass,
+        route: &str,
+        settings: &Settings,
+        now: Instant,
+    ) {
+        use crate::gate::key::tokens::TokenMeters;
+        let mut response = http::Response::builder()
+            .status(429)
+            .header("retry-after", "31")
+            .header("x-ratelimit-global", "true")
+            .body(())
+            .unwrap();
+        let said = Said::read(&mut response, now, SystemTime::now(), None, settings, &[]);
+        assert!(said.is_global());
+        let closed = now + Duration::from_millis(31_500);
+        let mut report = said.report(Some(closed));
+        call.learn_limit(route, &said, &mut report, now);
+        pass.answered(report, &TokenMeters::NONE, now, None);
+    }
+
+    #[test]
+    fn a_waiter_at_a_limit_looks_again_when_another_limits_call_closes_the_whole_key() {
+        let (gates, now) = (Gates::default(), Instant::now());
+        let on_b = || Call::new(gates.clone(), Key::named("api"), None, &Settings::default());
+        a_waiter_at_a_limit_looks_again_when(gates.clone(), now, |settings| {
+            gates.routes.learn(&Key::named("api"), "/b", "b");
+            let mut on_b = on_b();
+            let Entered::Admitted(pass) = on_b.enter(now, Duration::MAX, "/b") else {
+                panic!("the first call on b goes alone");
+            };
+            refused_globally_for_31_s(on_b, pass, "/b", settings, now);
+        });
+    }
+
+    /// The call refused went before any answer named a limit: it is gated by the whole key.
+    #[test]
+    fn a_waiter_at_a_limit_looks_again_when_a_call_on_the_whole_key_closes_it() {
+        let (gates, now) = (Gates::default(), Instant::now());
+        let mut early = Call::new(gates.clone(), Key::named("api"), None, &Settings::default());
+        let Entered::Admitted(pass) = early.enter(now, Duration::MAX, "/x") else {
+            panic!("the first call goes alone");
+        };
+        a_waiter_at_a_limit_looks_again_when(gates, now, |settings| {
+            refused_globally_for_31_s(early, pass, "/x", settings, now);
+        });
+    }
+
+    /// The store tells a call on the whole key (gone before any answer named a limit) that
+    /// another process met the closure.
+    #[test]
+    fn a_waiter_at_a_limit_looks_again_when_the_store_tells_the_whole_key_closed() {
+        let (gates, now) = (Gates::default(), Instant::now());
+        let mut early = Call::new(gates.clone(), Key::named("api"), None, &Settings::default());
+        let Entered::Admitted(pass) = early.enter(now, Duration::MAX, "/x") else {
+            panic!("the first call goes alone");
+        };
+        let until = gates.registry.clocks().wall(now + Duration::from_secs(31));
+        let window = Window {
+            closed_until: Some(until),
+            ..Window::default()
+        };
+        a_waiter_at_a_limit_looks_again_when(gates, now, |_| {
+            let answer = Reservation::NotBefore { until, window };
+            early.reserved(Some(answer), pass, now, Duration::MAX);
+        });
+    }
+
+    /// The server said one request is left of a window ending 30.5 s on (cap 30 s), and
+    /// another process holds it in flight. A call here waits for the reset, as it does where
+    /// the one request is out of this process: the server said nothing is spent, and named no
+    /// time over the cap.
+    #[tokio::test(start_paused = true)]
+    async fn a_window_all_reserved_by_another_process_is_no_instruction() {
+        use crate::gate::store::{MemoryStore, Respects, WindowStore};
+        use std::sync::Arc;
+        const SECOND: Duration = Duration::from_secs(1);
+        let settings = Settings {
+            retry_after_cap: 30 * SECOND,
+            ..Settings::default()
+        };
+        let budget = 120 * SECOND;
+        let key = Key::named("api");
+        let now = Instant::now();
+        let reset_in = 30 * SECOND + SECOND / 2;
+        // One process: the last request of the window is out; the next call waits its reset.
+        let local = Gates::default();
+        let one_left = Report {
+            quota: Some(crate::gate::rules::quota::Quota {
+                remaining: 1,
+                reset_at: now + reset_in,
+                second: None,
+            }),
+            ..Report::default()
+        };
+        local.registry.learn(&key, one_left, now);
+        let Entered::Admitted(_out) = local
+            .call(key.clone(), None, &settings)
+            .enter(now, budget, "/")
+        else {
+            panic!("one is left");
+        };
+        let here = local
+            .call(key.clone(), None, &settings)
+            .enter(now, budget, "/");
+        assert!(matches!(here, Entered::Queued(_)), "one process: it waits");
+        // Two processes sharing a store: the other one holds the last request.
+        let store = Arc::new(MemoryStore::new());
+        let gates = Gates::with_store(store.clone());
+        let wall = gates.registry.clocks().wall(now);
+        let window = Window {
+            quota: Some((1, wall + reset_in)),
+            ..Window::default()
+        };
+        store.merge(&key, window, None, wall).await.unwrap();
+        let other = store.reserve(&key, Respects::ALL, wall).await.unwrap();
+        assert!(matches!(other, Reservation::Granted(_)));
+        let mut call = gates.call(key.clone(), None, &settings);
+        let Entered::Admitted(pass) = call.enter(now, budget, "/") else {
+            panic!("this process knows nothing yet: the first call goes");
+        };
+        let answer = store.reserve(&key, Respects::ALL, wall).await.unwrap();
+        match call.reserved(Some(answer), pass, now, budget).0 {
+            Entered::Held(until) => assert_eq!(until, now + reset_in),
+            Entered::Throttled(t) => panic!("throttled: {t} ({answer:?})"),
+            _ => panic!("neither held nor throttled"),
+        }
+    }
+
+    /// The server's token meter resets 30.5 s on (cap 30 s) with 100 tokens left; a call
+    /// declaring 500 cannot go before that reset: it is turned away, not put to sleep past
+    /// the cap, as a call meeting a window spent till then is.
+    #[test]
+    fn a_token_cost_short_until_a_reset_over_the_cap_turns_the_call_away() {
+        use crate::gate::key::tokens::TokenMeters;
+        const SECOND: Duration = Duration::from_secs(1);
+        let settings = Settings {
+            retry_after_cap: 30 * SECOND,
+            ..Settings::default()
+        };
+        let (gates, key, now) = (Gates::default(), Key::named("api"), Instant::now());
+        let budget = 120 * SECOND;
+        let Entered::Admitted(first) = gates
+            .call(key.clone(), None, &settings)
+            .enter(now, budget, "/")
+        else {
+            panic!("the first call goes");
+        };
+        let mut response = http::Response::builder()
+            .header("x-ratelimit-limit-requests", "10000")
+            .header("x-ratelimit-remaining-requests", "9999")
+            .header("x-ratelimit-reset-requests", "6ms")
+            .header("x-ratelimit-limit-tokens", "10000")
+            .header("x-ratelimit-remaining-tokens", "100")
+            .header("x-ratelimit-reset-tokens", "30.5s")
+            .body(())
+            .unwrap();
+        let said = Said::read(&mut response, now, SystemTime::now(), None, &settings, &[]);
+        assert_ne!(*said.tokens(), TokenMeters::NONE);
+        first.answered(said.report(None), said.tokens(), now, None);
+        let cost = crate::tokens::TokenCost::new(100, 400);
+        match gates
+            .call(key, Some(cost), &settings)
+            .enter(now, budget, "/")
+        {
+            Entered::Throttled(_) => {}
+            Entered::NotBefore(until, by) => panic!("sleeps {:?}, {by:?}", until - now),
+            _ => panic!("neither"),
+        }
+    }
+
+    /// With `respect_remaining(false)`: this process's own 429 named 29.5 s (cap 30 s; its
+    /// closure with spread ends 30.4 s on); the store tells that closure, and beside it a
+    /// window another (metered) process read spent until 30.2 s on. The call does not respect
+    /// spent windows and the only instruction holding it is within the cap: it waits.
+    #[test]
+    fn a_call_that_does_not_respect_quotas_is_not_turned_away_by_a_spent_window_told() {
+        const SECOND: Duration = Duration::from_secs(1);
+        const MS: Duration = Duration::from_millis(1);
+        let settings = Settings {
+            retry_after_cap: 30 * SECOND,
+            respect_remaining: false,
+            slow_start: false,
+            learn_limits: false,
+            ..Settings::default()
+        };
+        let (gates, key, now) = (Gates::default(), Key::named("api"), Instant::now());
+        let status = http::StatusCode::TOO_MANY_REQUESTS;
+        let own = Report {
+            refused: true,
+            closed_until: Some(now + 30 * SECOND + 400 * MS),
+            closed_by: Some(HeldBy::RetryAfter { status }),
+            instructed_until: Some(now + 29 * SECOND + 500 * MS),
+            ..Report::default()
+        };
+        gates.registry.learn(&key, own, now);
+        let budget = 120 * SECOND;
+        let before = gates
+            .call(key.clone(), None, &settings)
+            .enter(now, budget, "/");
+        assert!(
+            matches!(before, Entered::Queued(_)),
+            "its own 429: it waits"
+        );
+        let clocks = gates.registry.clocks();
+        let told = Window {
+            closed_until: Some(clocks.wall(now + 29 * SECOND + 500 * MS)),
+            quota: Some((0, clocks.wall(now + 30 * SECOND + 200 * MS))),
+            ..Window::default()
+        };
+        gates.registry.learn(&key, told.to_report(&clocks), now);
+        match gates.call(key, None, &settings).enter(now, budget, "/") {
+            Entered::Queued(_) => {}
+            Entered::Throttled(t) => panic!("throttled: {t}"),
+            _ => panic!("other"),
+        }
     }
 }

@@ -142,6 +142,10 @@ impl Pass {
         drop(table);
         wakes.into_iter().for_each(Waker::wake);
         events::round_judged(&self.key, judged);
+        if report.closed_until.is_some() && self.whole.is_none() {
+            // A call that went before its key's routes were known closed the whole key.
+            self.gates.closed_whole(&self.key);
+        }
         // A reserved request's answer is always told, if only to say it is no longer out.
         let worth_sharing = report.closed_until.is_some() || report.quota.is_some();
         if let Some(shared) = registry.shared.as_ref() {

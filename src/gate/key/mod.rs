@@ -100,7 +100,10 @@ impl Gate {
             if let Release::Go { probe } = self.release(now, terms) {
                 return match self.spend(terms, now) {
                     Ok(()) => Arrival::Admitted(self.admit(probe, now, terms)),
-                    Err((until, by)) => Arrival::Short { until, by },
+                    Err((until, by)) => match short_beyond(until, by, now, budget, terms) {
+                        Some(closed) => Arrival::Beyond(closed),
+                        None => Arrival::Short { until, by },
+                    },
                 };
             }
         }
@@ -178,10 +181,9 @@ impl Gate {
                         return Ok(admission);
                     }
                     Err((until, by)) => {
-                        let left = until.saturating_duration_since(now);
-                        if left > budget.min(terms.longest_wait) {
+                        if let Some(closed) = short_beyond(until, by, now, budget, terms) {
                             self.leave(id, terms.metered);
-                            return Err(Look::Beyond(Closed { left, by }));
+                            return Err(Look::Beyond(closed));
                         }
                         // It keeps its place: calls leave in arrival order.
                         Some(until)
@@ -636,6 +638,20 @@ impl Gate {
             .probe
             .is_some_and(|probe| self.reopening.answers(probe, !refused))
     }
+}
+
+/// What turns away a call whose declared cost its token meters cannot pay before `until`,
+/// held by `by`, if anything does: the reset the server named beyond the cap (a meter spent for
+/// this call, as a spent window is for any), or beyond what the call may wait.
+fn short_beyond(
+    until: Instant,
+    by: HeldBy,
+    now: Instant,
+    budget: Duration,
+    terms: Terms,
+) -> Option<Closed> {
+    let left = until.saturating_duration_since(now);
+    (left > terms.cap || left > budget.min(terms.longest_wait)).then_some(Closed { left, by })
 }
 
 #[cfg(test)]

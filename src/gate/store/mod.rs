@@ -101,18 +101,17 @@ impl Window {
     }
 
     /// This window on this process's clock, as a report to take in: a closure the server
-    /// named, and the reset of a window it said is spent, are its instructions still (one
-    /// beyond the cap turns calls away).
+    /// named is its instruction still (one beyond the cap turns calls away). A quota is not:
+    /// what a store tells is left is what is left to reserve, which the fleet's requests out
+    /// may have taken where the server said some are left.
     pub(crate) fn to_report(self, clocks: &Anchor) -> Report {
-        let named = self.closed_until.filter(|_| !self.guessed);
-        let spent = self.quota.filter(|(remaining, _)| *remaining == 0);
-        let instructed = named.max(spent.map(|(_, reset)| reset));
+        let closed_until = self.closed_until.map(|at| clocks.instant(at));
         Report {
             refused: false,
-            closed_until: self.closed_until.map(|at| clocks.instant(at)),
+            closed_until,
             closed_by: Some(HeldBy::Fleet),
             quota_by: Some(HeldBy::Fleet),
-            instructed_until: instructed.map(|at| clocks.instant(at)),
+            instructed_until: closed_until.filter(|_| !self.guessed),
             limit: self.limit,
             server_clock: None,
             quota: self.quota.map(|(remaining, reset)| Quota {
@@ -394,29 +393,6 @@ mod tests {
             ..Report::default()
         };
         assert_eq!(Window::from_report(kept, &clocks).to_report(&clocks), taken);
-    }
-
-    #[test]
-    fn a_window_said_spent_is_taken_back_as_an_instruction_to_its_reset() {
-        let clocks = Anchor::now();
-        let now = tokio::time::Instant::now();
-        let reset = clocks.wall(now + 5 * SECOND);
-        let left = |remaining| Window {
-            quota: Some((remaining, reset)),
-            ..Window::default()
-        };
-        let instructed = |window: Window| window.to_report(&clocks).instructed_until;
-        assert_eq!(instructed(left(0)), Some(clocks.instant(reset)));
-        assert_eq!(instructed(left(1)), None, "one left: no instruction");
-        let closed_later = Window {
-            closed_until: Some(clocks.wall(now + 9 * SECOND)),
-            ..left(0)
-        };
-        assert_eq!(
-            instructed(closed_later),
-            Some(clocks.instant(clocks.wall(now + 9 * SECOND))),
-            "the later of the two"
-        );
     }
 
     #[test]
