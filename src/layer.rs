@@ -120,11 +120,12 @@ impl<P> RateLimitLayer<P> {
     ///
     /// The cap bounds a wait, not what is remembered. A longer `Retry-After` (or the reset of
     /// a spent meter) is neither waited nor shortened: the call that met it gets that response
-    /// at once. The key's gate remembers it until it passes, and while it holds, every call on
-    /// the key fails fast with [`Throttled`](crate::Throttled) (the true time left, and what
-    /// set it), sending nothing: a request the server already said it will refuse is a certain
-    /// refusal, which costs quota and standing. A layer that sees `Retry-After: 3600` never
-    /// sends that key's next call inside the hour, and never sleeps for it either.
+    /// at once. The key's gate remembers it until it passes, and while more than the cap is
+    /// left of it, every call on the key fails fast with [`Throttled`](crate::Throttled) (the
+    /// true time left, and what set it), sending nothing: a request the server already said it
+    /// will refuse is a certain refusal, which costs quota and standing. A layer that sees
+    /// `Retry-After: 3600` never sends that key's next call inside the hour, and sleeps for it
+    /// only once the cap or less is left, as for any wait within the cap.
     ///
     /// `Duration::ZERO` waits no instruction (a guessed backoff is still slept); with
     /// `Duration::MAX` every instruction within the horizon is waited (and the budget and the

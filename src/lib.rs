@@ -30,9 +30,11 @@
 //!   it is a burst against a limiter that asked for a pause.
 //! - **The cap bounds a wait, not what is remembered**: an instruction above
 //!   `retry_after_cap` (60 s) is not waited and not shortened; the response goes back to the
-//!   caller at once, and the key's gate remembers it: until it passes, every call on the key
-//!   fails fast with [`Throttled`] (the time left, and what set it), sending nothing. The same
-//!   for a spent window whose reset lies beyond the cap (an hourly or daily quota at zero).
+//!   caller at once, and the key's gate remembers it: while more than the cap is left of it,
+//!   every call on the key fails fast with [`Throttled`] (the time left, and what set it),
+//!   sending nothing (with the cap or less left, a call waits the rest, as it would any wait
+//!   within the cap). The same for a spent window whose reset lies beyond the cap (an hourly
+//!   or daily quota at zero).
 //!   Beyond `retry_after_horizon` (two days) an instruction is absurd or hostile: returned at
 //!   once, and not remembered.
 //! - **Budget per call, drop rather than clamp**: all waits of a call add up to at most
