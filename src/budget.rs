@@ -32,7 +32,7 @@ pub(crate) enum Declined {
     /// Retrying rate-limited responses is turned off: the layer only observes.
     ObserveOnly,
     /// The instruction is above `retry_after_cap`: the gate remembers it, and later calls
-    /// fail fast until it passes.
+    /// fail fast while more than the cap is left of it.
     OverCap,
     /// The instruction is beyond `retry_after_horizon`: absurd or hostile, it is not
     /// remembered.
@@ -52,7 +52,7 @@ impl fmt::Display for Declined {
         f.write_str(match self {
             Declined::ObserveOnly => "retrying rate-limited responses is off",
             Declined::OverCap => {
-                "the server's wait is above retry_after_cap: later calls fail fast until it passes"
+                "the server's wait is above retry_after_cap: later calls fail fast while more than the cap is left of it"
             }
             Declined::BeyondHorizon => {
                 "the server's wait is beyond retry_after_horizon: not remembered"
@@ -211,13 +211,13 @@ pub(crate) struct Answer {
 /// (`refused_probes` is `None`), the law's reset is its guess of the window, and the call's
 /// guessed wait only bounds it until the law has one.
 ///
-/// An instruction above the cap closes it all the same: the call that met it returns at once,
-/// but every later call would be a certain refusal, so they fail fast until it passes (the cap
-/// bounds a wait, not what is remembered). One beyond the horizon is absurd or hostile and
-/// closes nothing: no server can lock a key for years. A guess never closes it beyond the cap:
-/// the server named no time. A refusal for too many requests in flight, without an
-/// instruction, does not close it: it asks for fewer at once, not a pause, and the refused
-/// call backs off alone.
+/// An instruction above the cap closes it all the same: the call that met it returns at once, but
+/// every later call would be a certain refusal, so they fail fast while more than the cap is left
+/// of it (the cap bounds a wait, not what is remembered). One beyond the horizon is absurd or
+/// hostile and closes nothing: no server can lock a key for years. A guess never closes it beyond
+/// the cap: the server named no time. A refusal for too many requests in flight, without an
+/// instruction, does not close it: it asks for fewer at once, not a pause, and the refused call
+/// backs off alone.
 pub(crate) fn closure(
     answer: Answer,
     decision: Option<&Decision>,

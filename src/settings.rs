@@ -28,7 +28,7 @@ pub(crate) const DEFAULT_HORIZON: Duration = Duration::from_secs(2 * 86_400);
 pub(crate) struct Settings {
     pub(crate) retry_on_rate_limit: bool,
     /// The longest instruction a call waits out; a longer one (up to the horizon) is
-    /// remembered, and calls fail fast while it holds.
+    /// remembered, and calls fail fast while more than the cap is left of it.
     pub(crate) retry_after_cap: Duration,
     pub(crate) max_wait: Duration,
     /// The longest instruction or spent window remembered; a longer one is absurd or hostile.

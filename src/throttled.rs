@@ -17,7 +17,8 @@ use crate::key::Key;
 /// A call waits at its gate only for what its cap allows (`retry_after_cap`, with the spread
 /// an instruction that long is given) and its budget (`max_wait`) still covers. An instruction
 /// or a spent window beyond that (an hourly or daily quota at zero) fails every call on the
-/// key at once, sending nothing, until it passes: the caller can checkpoint and resume.
+/// key at once, sending nothing, while more than that is left of it: the caller can
+/// checkpoint and resume.
 ///
 /// A call that had a response and then gave up waiting to retry it ends with `Throttled` too,
 /// carrying that response's status, headers and reading: its body was dropped when the wait

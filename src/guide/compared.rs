@@ -5,7 +5,7 @@
 //!
 //! | | reads `Retry-After` | reads quota meters | 429 on POST | 5xx on POST | a server wait too long | one wait for all calls to a host | paces before the limit |
 //! |---|---|---|---|---|---|---|---|
-//! | **tower-retry-after** | seconds, decimals, the three HTTP-date forms, `retry-after-ms` | IETF drafts 01–10, `X-RateLimit-*` | retried (the limiter ran nothing) | not retried, unless the server sends `x-should-retry: true` | over the cap: returned at once, never shortened; remembered, later calls fail fast until it passes | yes, per key | yes: reported quota and policy rate |
+//! | **tower-retry-after** | seconds, decimals, the three HTTP-date forms, `retry-after-ms` | IETF drafts 01–10, `X-RateLimit-*` | retried (the limiter ran nothing) | not retried, unless the server sends `x-should-retry: true` | over the cap: returned at once, never shortened; remembered, later calls fail fast while more than the cap is left | yes, per key | yes: reported quota and policy rate |
 //! | `tower::retry` (0.5) | no (your `Policy` decides) | no | your `Policy` | your `Policy` | — | no: each request its own | no |
 //! | `reqwest-retry` | no | no | retried | retried (no method check) | — | no | no |
 //! | Python `urllib3` `Retry` (2.x) | seconds, HTTP-date (413/429/503) | no | not retried (POST not allowed) | not retried | waited in full up to 2.6.2; 2.6.3 clamps to `retry_after_max` (6 h) | no | no |

@@ -19,17 +19,16 @@
 //! - **No instruction, a guess**: 500 ms · 2^n, at most 20 s, × U[0.5, 1]. `Retry-After: 0`, a
 //!   past date or garbage are no instruction: honoured literally they are a burst against a
 //!   limiter that asked for a pause.
-//! - **The cap bounds a wait, not what is remembered.** An instruction above
-//!   `retry_after_cap` (60 s) is returned at once, not waited and not shortened; the key's gate
-//!   remembers it until it passes, and meanwhile every call on the key (and on the limits its
-//!   routes named) fails at once with [`Throttled`](crate::Throttled): the time left, what set
-//!   it (`held_by()`: the status and `Retry-After`, or the spent meter), and no request sent.
-//!   The same for a spent window whose reset lies beyond the cap: an hourly or daily quota at
-//!   zero is never walked into, and never slept for either. Blocking the caller's next call for
-//!   an hour is wrong, and so is sending it; failing fast lets the caller checkpoint and come
-//!   back. Beyond `retry_after_horizon` (two days) an instruction is absurd or hostile
-//!   (`Retry-After: 2147483647`): returned at once and not remembered, so no server can lock a
-//!   key for years.
+//! - **The cap bounds a wait, not what is remembered.** An instruction above `retry_after_cap`
+//!   (60 s) is returned at once, not waited and not shortened; the key's gate remembers it until it
+//!   passes, and while more than the cap is left of it every call on the key (and on the limits its
+//!   routes named) fails at once with [`Throttled`](crate::Throttled): the time left, what set it
+//!   (`held_by()`: the status and `Retry-After`, or the spent meter), and no request sent. The same
+//!   for a spent window whose reset lies beyond the cap: an hourly or daily quota at zero is never
+//!   walked into, nor slept for while more than the cap is left. Blocking the caller's next call for an hour is wrong,
+//!   and so is sending it; failing fast lets the caller checkpoint and come back. Beyond
+//!   `retry_after_horizon` (two days) an instruction is absurd or hostile (`Retry-After:
+//!   2147483647`): returned at once and not remembered, so no server can lock a key for years.
 //! - **A budget per call.** All waits of a call (at the gate and asleep) add up to at most
 //!   `max_wait`; a wait that does not fit ends the call with the last outcome, response or
 //!   transport error. A call that gave up after it began to wait (a gate that closed longer

@@ -11,13 +11,13 @@
 //! layer on a paused clock against a fuzzer-chosen script of answers (statuses, headers, delays,
 //! transport errors) from a server whose `Date` runs with that clock, written by one of two
 //! backends whose clocks differ by 5 s or by a cache replaying a stale `Date`, checking that no
-//! attempt lands inside a window the server named (read against that answer's own `Date`, up to
-//! the horizon), no POST or PATCH is sent again after a 5xx (unless the server said
-//! `x-should-retry: true`), a wait over the cap ends the call at once and fails later calls fast
-//! while it holds, nothing beyond the horizon is remembered, and no call waits beyond
+//! attempt lands inside a window the server named (read against that answer's own `Date`, up to the
+//! horizon), no POST or PATCH is sent again after a 5xx (unless the server said `x-should-retry:
+//! true`), a wait over the cap ends the call at once and fails later calls fast while more than the
+//! cap is left of it, nothing beyond the horizon is remembered, and no call waits beyond
 //! `max_wait`. The same checks run in `cargo test` over 5,000 random scripts
-//! (`tests/layer_properties.rs`), so CI sees them without nightly. With the nightly
-//! toolchain and `cargo install cargo-fuzz`:
+//! (`tests/layer_properties.rs`), so CI sees them without nightly. With the nightly toolchain and
+//! `cargo install cargo-fuzz`:
 //!
 //! ```sh
 //! fuzz/campaign.sh structured 600     # ten minutes; new inputs go to /tmp/fuzz-corpus/structured
