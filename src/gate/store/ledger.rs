@@ -576,6 +576,11 @@ mod tests {
         );
         ledger.merge(closed(now + 20 * SECOND, false), None, now);
         assert!(!ledger.window(now).guessed, "named as long as the guess");
+        ledger.merge(closed(now + 20 * SECOND, true), None, now);
+        assert!(
+            !ledger.window(now).guessed,
+            "a guess as long as what was named changes nothing"
+        );
     }
 
     #[test]
