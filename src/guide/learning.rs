@@ -16,9 +16,10 @@
 //!   its answers are in: a refusal lowers what let the refused request go (the burst to what
 //!   was accepted, halving at most; the rate by 0.7; the most out), a round that held calls
 //!   back unrefused raises what held them, by a binary search (BIC's: halfway to the least
-//!   value refused, beyond it by a doubling step), and a raise beyond what was refused waits
-//!   until it has repaid what its refusal cost. The period between resets is measured never
-//!   early, from the instructions' ends. The same law serves fixed and sliding windows, token
+//!   value refused, beyond it by a doubling step; past it, where the key keeps windows, by
+//!   doubling the value, as a refused raise costs a window no time), and a raise beyond what
+//!   was refused waits until it has repaid what its refusal cost. The period between resets
+//!   is measured never early, from the instructions' ends. The same law serves fixed and sliding windows, token
 //!   and leaky buckets, caps on requests in flight and limits that change, and a fleet sharing
 //!   a store learns by it once for all its processes; any meter makes it moot.
 //! - **Never worse than doing nothing.** On any limiter the defaults aim to finish no later
