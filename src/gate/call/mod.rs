@@ -637,10 +637,46 @@ mod tests {
         }
     }
 
-    /// A waiter at the gate of limit `a` of the key `api`, on `gates`, closed for a 20 s guess,
-    /// is woken when `refuse` closes the whole key past the cap (30 s) at `now`: it looks again
-    /// and is turned away then, not once its guess ends (when what is left of the instruction
-    /// is within the cap, and it would wait the rest).
+    /// The settings of the calls on limit `a` below: a cap of 30 s.
+    fn capped_at_30_s() -> Settings {
+        Settings {
+            retry_after_cap: Duration::from_secs(30),
+            ..Settings::default()
+        }
+    }
+
+    /// A call waiting at the gate of limit `a` of the key `api`, on `gates`, closed for a 20 s
+    /// guess; polled once at `now` by a waker that counts its wakes.
+    fn waiting_at_limit_a(
+        gates: &Gates,
+        now: Instant,
+    ) -> (Place, std::sync::Arc<Count>, std::task::Waker) {
+        let whole = Key::named("api");
+        gates.routes.learn(&whole, "/a", "a");
+        let guess = Report {
+            refused: true,
+            closed_until: Some(now + Duration::from_secs(20)),
+            closed_by: Some(HeldBy::Guess {
+                status: http::StatusCode::TOO_MANY_REQUESTS,
+            }),
+            ..Report::default()
+        };
+        gates.registry.learn(&whole.within("a"), guess, now);
+        let mut call = Call::new(gates.clone(), whole, None, &capped_at_30_s());
+        let budget = Duration::from_secs(120);
+        let Entered::Queued(mut place) = call.enter(now, budget, "/a") else {
+            panic!("its limit is closed: it waits there");
+        };
+        let count = std::sync::Arc::new(Count(0.into()));
+        let waker = std::task::Waker::from(count.clone());
+        assert!(place.poll(now, budget, &waker).is_err());
+        (place, count, waker)
+    }
+
+    /// The waiter of [`waiting_at_limit_a`] is woken when `refuse`, given its settings, closes
+    /// the whole key past the cap at `now`: it looks again and is turned away then, not once
+    /// its guess ends (when what is left of the instruction is within the cap, and it would
+    /// wait the rest).
     fn a_waiter_at_a_limit_looks_again_when(
         gates: Gates,
         now: Instant,
@@ -648,38 +684,18 @@ mod tests {
     ) {
         use crate::gate::call::NotYet;
         use std::sync::atomic::Ordering;
-        const SECOND: Duration = Duration::from_secs(1);
-        let whole = Key::named("api");
-        let settings = Settings {
-            retry_after_cap: 30 * SECOND,
-            ..Settings::default()
-        };
-        let budget = 120 * SECOND;
-        gates.routes.learn(&whole, "/a", "a");
-        let guess = Report {
-            refused: true,
-            closed_until: Some(now + 20 * SECOND),
-            closed_by: Some(HeldBy::Guess {
-                status: http::StatusCode::TOO_MANY_REQUESTS,
-            }),
-            ..Report::default()
-        };
-        gates.registry.learn(&whole.within("a"), guess, now);
-        let call = || Call::new(gates.clone(), whole.clone(), None, &settings);
-        let Entered::Queued(mut place) = call().enter(now, budget, "/a") else {
-            panic!("its limit is closed: it waits there");
-        };
-        let count = std::sync::Arc::new(Count(0.into()));
-        let waker = std::task::Waker::from(count.clone());
-        assert!(place.poll(now, budget, &waker).is_err());
+        let budget = Duration::from_secs(120);
+        let (mut place, count, waker) = waiting_at_limit_a(&gates, now);
+        let settings = capped_at_30_s();
         refuse(&settings);
         assert!(count.0.load(Ordering::SeqCst) > 0, "not woken");
         assert!(matches!(
             place.poll(now, budget, &waker),
             Err(NotYet::Reroute)
         ));
+        let mut again = Call::new(gates, Key::named("api"), None, &settings);
         assert!(
-            matches!(call().enter(now, budget, "/a"), Entered::Throttled(_)),
+            matches!(again.enter(now, budget, "/a"), Entered::Throttled(_)),
             "arriving again, it is turned away"
         );
     }
@@ -752,6 +768,30 @@ mod tests {
             let answer = Reservation::NotBefore { until, window };
             early.reserved(Some(answer), pass, now, Duration::MAX);
         });
+    }
+
+    /// A store's answer to a call on the whole key that closes nothing (a quota spent till a
+    /// reset) wakes no waiter at the key's limits: it holds no call on them.
+    #[test]
+    fn a_store_answer_that_closes_nothing_wakes_no_waiter_at_a_limit() {
+        let (gates, now) = (Gates::default(), Instant::now());
+        let mut early = Call::new(gates.clone(), Key::named("api"), None, &Settings::default());
+        let Entered::Admitted(pass) = early.enter(now, Duration::MAX, "/x") else {
+            panic!("the first call goes alone");
+        };
+        let (_place, count, _waker) = waiting_at_limit_a(&gates, now);
+        let until = gates.registry.clocks().wall(now + Duration::from_secs(5));
+        let window = Window {
+            quota: Some((0, until)),
+            ..Window::default()
+        };
+        early.reserved(
+            Some(Reservation::NotBefore { until, window }),
+            pass,
+            now,
+            Duration::MAX,
+        );
+        assert_eq!(count.0.load(std::sync::atomic::Ordering::SeqCst), 0);
     }
 
     /// The server said one request is left of a window ending 30.5 s on (cap 30 s), and
