@@ -770,6 +770,21 @@ mod tests {
         });
     }
 
+    /// An answer to a call on the whole key that closes nothing wakes no waiter at the key's
+    /// limits: it holds no call on them.
+    #[test]
+    fn an_answer_that_closes_nothing_wakes_no_waiter_at_a_limit() {
+        use crate::gate::key::tokens::TokenMeters;
+        let (gates, now) = (Gates::default(), Instant::now());
+        let mut early = Call::new(gates.clone(), Key::named("api"), None, &Settings::default());
+        let Entered::Admitted(pass) = early.enter(now, Duration::MAX, "/x") else {
+            panic!("the first call goes alone");
+        };
+        let (_place, count, _waker) = waiting_at_limit_a(&gates, now);
+        pass.answered(Report::default(), &TokenMeters::NONE, now, None);
+        assert_eq!(count.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+    }
+
     /// A store's answer to a call on the whole key that closes nothing (a quota spent till a
     /// reset) wakes no waiter at the key's limits: it holds no call on them.
     #[test]

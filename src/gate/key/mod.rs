@@ -664,6 +664,30 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::task::Wake;
 
+    #[test]
+    fn a_token_cost_waits_a_reset_within_its_cap_and_budget_and_no_later() {
+        let now = Instant::now();
+        let terms = Terms {
+            cap: 30 * SECOND,
+            longest_wait: 31 * SECOND,
+            ..Terms::EVERYTHING
+        };
+        let by = HeldBy::TokenCost {
+            unit: crate::Unit::Tokens,
+        };
+        let short = |until, budget| short_beyond(now + until, by, now, budget, terms);
+        assert_eq!(short(30 * SECOND, 60 * SECOND), None, "the cap, exactly");
+        assert!(
+            short(30 * SECOND + MS, 60 * SECOND).is_some(),
+            "past the cap"
+        );
+        assert_eq!(short(20 * SECOND, 20 * SECOND), None, "the budget, exactly");
+        assert!(
+            short(20 * SECOND + MS, 20 * SECOND).is_some(),
+            "past the budget"
+        );
+    }
+
     const MS: Duration = Duration::from_millis(1);
     const SECOND: Duration = Duration::from_secs(1);
 
