@@ -912,6 +912,51 @@ mod tests {
         }
     }
 
+    /// The server said 10,000 tokens are left till a reset 30.5 s on (cap 30 s); a call out of
+    /// this process declared 6,000 of them. The next call, declaring as much, is short only by
+    /// what the call out may spend (it declared at most): it waits for the reset, as it would
+    /// any wait within its longest, and is not turned away as at a meter the server said is
+    /// spent.
+    #[test]
+    fn a_meter_short_only_by_this_processs_calls_out_is_waited_not_turned_away() {
+        const SECOND: Duration = Duration::from_secs(1);
+        let settings = capped_at_30_s();
+        let (gates, key, now) = (Gates::default(), Key::named("api"), Instant::now());
+        let budget = 120 * SECOND;
+        let Entered::Admitted(first) = gates
+            .call(key.clone(), None, &settings)
+            .enter(now, budget, "/")
+        else {
+            panic!("the first call goes");
+        };
+        let mut response = http::Response::builder()
+            .header("x-ratelimit-limit-requests", "10000")
+            .header("x-ratelimit-remaining-requests", "9999")
+            .header("x-ratelimit-reset-requests", "6ms")
+            .header("x-ratelimit-limit-tokens", "100000")
+            .header("x-ratelimit-remaining-tokens", "10000")
+            .header("x-ratelimit-reset-tokens", "30.5s")
+            .body(())
+            .unwrap();
+        let said = Said::read(&mut response, now, SystemTime::now(), None, &settings, &[]);
+        first.answered(said.report(None), said.tokens(), now, None);
+        let cost = crate::tokens::TokenCost::new(1_000, 5_000);
+        let Entered::Admitted(_out) = gates
+            .call(key.clone(), Some(cost), &settings)
+            .enter(now, budget, "/")
+        else {
+            panic!("10,000 left: 6,000 go");
+        };
+        match gates
+            .call(key, Some(cost), &settings)
+            .enter(now, budget, "/")
+        {
+            Entered::NotBefore(until, _) => assert_eq!(until, now + 30 * SECOND + SECOND / 2),
+            Entered::Throttled(throttled) => panic!("turned away: {throttled}"),
+            _ => panic!("neither held nor turned away"),
+        }
+    }
+
     /// With `respect_remaining(false)`: this process's own 429 named 29.5 s (cap 30 s; its
     /// closure with spread ends 30.4 s on); the store tells that closure, and beside it a
     /// window another (metered) process read spent until 30.2 s on. The call does not respect

@@ -100,9 +100,12 @@ impl Gate {
             if let Release::Go { probe } = self.release(now, terms) {
                 return match self.spend(terms, now) {
                     Ok(()) => Arrival::Admitted(self.admit(probe, now, terms)),
-                    Err((until, by)) => match short_beyond(until, by, now, budget, terms) {
+                    Err(short) => match short.beyond(now, budget, terms) {
                         Some(closed) => Arrival::Beyond(closed),
-                        None => Arrival::Short { until, by },
+                        None => Arrival::Short {
+                            until: short.until,
+                            by: short.by,
+                        },
                     },
                 };
             }
@@ -180,13 +183,13 @@ impl Gate {
                         self.queues.wake_heads();
                         return Ok(admission);
                     }
-                    Err((until, by)) => {
-                        if let Some(closed) = short_beyond(until, by, now, budget, terms) {
+                    Err(short) => {
+                        if let Some(closed) = short.beyond(now, budget, terms) {
                             self.leave(id, terms.metered);
                             return Err(Look::Beyond(closed));
                         }
                         // It keeps its place: calls leave in arrival order.
-                        Some(until)
+                        Some(short.until)
                     }
                 },
                 Release::At(at) => Some(at),
@@ -337,15 +340,17 @@ impl Gate {
     }
 
     /// Spends what a call with `terms` leaving the gate declared of the token meters, or says
-    /// until when they lack it, and which does. Every call that leaves spends it, at once or
+    /// until when they lack it, which does, and whether the server's own reading does. Every call that leaves spends it, at once or
     /// after waiting, so that calls out together never spend one count twice.
-    fn spend(&mut self, terms: Terms, now: Instant) -> Result<(), (Instant, HeldBy)> {
+    fn spend(&mut self, terms: Terms, now: Instant) -> Result<(), Short> {
         let Some(cost) = terms.cost else {
             return Ok(());
         };
-        self.tokens
-            .spend(cost, now)
-            .map_err(|(until, unit)| (until, HeldBy::TokenCost { unit }))
+        self.tokens.spend(cost, now).map_err(|(until, unit)| Short {
+            until,
+            by: HeldBy::TokenCost { unit },
+            reported: self.tokens.short_as_reported(cost),
+        })
     }
 
     /// Takes in what another process learned, through a shared store, or what an answer on
@@ -640,18 +645,25 @@ impl Gate {
     }
 }
 
-/// What turns away a call whose declared cost its token meters cannot pay before `until`,
-/// held by `by`, if anything does: the reset the server named beyond the cap (a meter spent for
-/// this call, as a spent window is for any), or beyond what the call may wait.
-fn short_beyond(
+/// A call's declared cost its token meters cannot pay before `until`, the reset of the meter
+/// `by` names; `reported` where the server's own reading cannot (not only what this process's
+/// calls out may spend of it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Short {
     until: Instant,
     by: HeldBy,
-    now: Instant,
-    budget: Duration,
-    terms: Terms,
-) -> Option<Closed> {
-    let left = until.saturating_duration_since(now);
-    (left > terms.cap || left > budget.min(terms.longest_wait)).then_some(Closed { left, by })
+    reported: bool,
+}
+
+impl Short {
+    /// What turns the call away, if anything does: a reset beyond what it may wait, or, where
+    /// the server said the meter cannot pay it, beyond the cap (a meter spent for this call,
+    /// as a spent window is for any).
+    fn beyond(self, now: Instant, budget: Duration, terms: Terms) -> Option<Closed> {
+        let left = self.until.saturating_duration_since(now);
+        let over_cap = self.reported && left > terms.cap;
+        (over_cap || left > budget.min(terms.longest_wait)).then_some(Closed { left, by: self.by })
+    }
 }
 
 #[cfg(test)]
@@ -675,15 +687,36 @@ mod tests {
         let by = HeldBy::TokenCost {
             unit: crate::Unit::Tokens,
         };
-        let short = |until, budget| short_beyond(now + until, by, now, budget, terms);
-        assert_eq!(short(30 * SECOND, 60 * SECOND), None, "the cap, exactly");
+        let short = |until, budget, reported| {
+            let until = now + until;
+            Short {
+                until,
+                by,
+                reported,
+            }
+            .beyond(now, budget, terms)
+        };
+        assert_eq!(
+            short(30 * SECOND, 60 * SECOND, true),
+            None,
+            "the cap, exactly"
+        );
         assert!(
-            short(30 * SECOND + MS, 60 * SECOND).is_some(),
+            short(30 * SECOND + MS, 60 * SECOND, true).is_some(),
             "past the cap"
         );
-        assert_eq!(short(20 * SECOND, 20 * SECOND), None, "the budget, exactly");
+        assert_eq!(
+            short(30 * SECOND + MS, 60 * SECOND, false),
+            None,
+            "short only by the calls out: waited as a wait within the longest"
+        );
+        assert_eq!(
+            short(20 * SECOND, 20 * SECOND, false),
+            None,
+            "the budget, exactly"
+        );
         assert!(
-            short(20 * SECOND + MS, 20 * SECOND).is_some(),
+            short(20 * SECOND + MS, 20 * SECOND, false).is_some(),
             "past the budget"
         );
     }

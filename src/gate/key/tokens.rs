@@ -122,6 +122,15 @@ impl KnownTokens {
         Ok(())
     }
 
+    /// Whether what the meters reported leaves too little for `cost` before any call out
+    /// spends of it: a meter spent for this call as the server said, not by this process's
+    /// calls out (which may spend less than they declared).
+    pub(crate) fn short_as_reported(&self, cost: TokenCost) -> bool {
+        self.meters.0.iter().enumerate().any(|(slot, known)| {
+            known.is_some_and(|quota| TokenMeters::spent_by(slot, cost) > quota.remaining)
+        })
+    }
+
     /// The call that spent `cost` is no longer out: answered with `reported` (its answer's
     /// meters, [`TokenMeters::NONE`] where it reported none or none came). A meter its answer
     /// reported counted it; any other figure may not have, and loses it.
@@ -212,6 +221,26 @@ mod tests {
             Ok(()),
             "nothing was spent"
         );
+    }
+
+    #[test]
+    fn a_meter_is_short_as_reported_only_where_its_own_count_cannot_pay_the_cost() {
+        let now = Instant::now();
+        let mut known = KnownTokens::default();
+        let readings = [(Unit::InputTokens, 1_000, 5), (Unit::OutputTokens, 100, 20)];
+        known.take_in(meters(now, &readings), now);
+        assert!(
+            !known.short_as_reported(TokenCost::new(1_000, 100)),
+            "exactly"
+        );
+        assert!(
+            known.short_as_reported(TokenCost::new(1_000, 101)),
+            "one short"
+        );
+        // Calls out spend of the meters, but not of what the server reported.
+        known.spend(TokenCost::new(900, 100), now).unwrap();
+        assert!(known.spend(TokenCost::new(200, 0), now).is_err());
+        assert!(!known.short_as_reported(TokenCost::new(200, 0)));
     }
 
     #[test]
