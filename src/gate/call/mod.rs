@@ -870,42 +870,44 @@ mod tests {
         }
     }
 
-    /// The server's token meter resets 30.5 s on (cap 30 s) with 100 tokens left; a call
-    /// declaring 500 cannot go before that reset: it is turned away, not put to sleep past
-    /// the cap, as a call meeting a window spent till then is.
-    #[test]
-    fn a_token_cost_short_until_a_reset_over_the_cap_turns_the_call_away() {
+    /// The first call on the key `api` of `gates`, answered with a token meter of `limit` that
+    /// has `remaining` left till a reset 30.5 s on (a cap of 30 s).
+    fn tokens_reported(gates: &Gates, limit: u64, remaining: u64, now: Instant) {
         use crate::gate::key::tokens::TokenMeters;
-        const SECOND: Duration = Duration::from_secs(1);
-        let settings = Settings {
-            retry_after_cap: 30 * SECOND,
-            ..Settings::default()
-        };
-        let (gates, key, now) = (Gates::default(), Key::named("api"), Instant::now());
-        let budget = 120 * SECOND;
-        let Entered::Admitted(first) = gates
-            .call(key.clone(), None, &settings)
-            .enter(now, budget, "/")
-        else {
+        let settings = capped_at_30_s();
+        let mut call = gates.call(Key::named("api"), None, &settings);
+        let Entered::Admitted(first) = call.enter(now, Duration::from_secs(120), "/") else {
             panic!("the first call goes");
         };
         let mut response = http::Response::builder()
             .header("x-ratelimit-limit-requests", "10000")
             .header("x-ratelimit-remaining-requests", "9999")
             .header("x-ratelimit-reset-requests", "6ms")
-            .header("x-ratelimit-limit-tokens", "10000")
-            .header("x-ratelimit-remaining-tokens", "100")
+            .header("x-ratelimit-limit-tokens", limit.to_string())
+            .header("x-ratelimit-remaining-tokens", remaining.to_string())
             .header("x-ratelimit-reset-tokens", "30.5s")
             .body(())
             .unwrap();
         let said = Said::read(&mut response, now, SystemTime::now(), None, &settings, &[]);
         assert_ne!(*said.tokens(), TokenMeters::NONE);
         first.answered(said.report(None), said.tokens(), now, None);
-        let cost = crate::tokens::TokenCost::new(100, 400);
-        match gates
-            .call(key, Some(cost), &settings)
-            .enter(now, budget, "/")
-        {
+    }
+
+    /// A call on the key `api` of `gates` declaring `cost`, arriving at `now` with 120 s left.
+    fn costing(gates: &Gates, cost: (u64, u64), now: Instant) -> Entered {
+        let cost = crate::tokens::TokenCost::new(cost.0, cost.1);
+        let mut call = gates.call(Key::named("api"), Some(cost), &capped_at_30_s());
+        call.enter(now, Duration::from_secs(120), "/")
+    }
+
+    /// The server's token meter resets 30.5 s on (cap 30 s) with 100 tokens left; a call
+    /// declaring 500 cannot go before that reset: it is turned away, not put to sleep past
+    /// the cap, as a call meeting a window spent till then is.
+    #[test]
+    fn a_token_cost_short_until_a_reset_over_the_cap_turns_the_call_away() {
+        let (gates, now) = (Gates::default(), Instant::now());
+        tokens_reported(&gates, 10_000, 100, now);
+        match costing(&gates, (100, 400), now) {
             Entered::Throttled(_) => {}
             Entered::NotBefore(until, by) => panic!("sleeps {:?}, {by:?}", until - now),
             _ => panic!("neither"),
@@ -919,39 +921,15 @@ mod tests {
     /// spent.
     #[test]
     fn a_meter_short_only_by_this_processs_calls_out_is_waited_not_turned_away() {
-        const SECOND: Duration = Duration::from_secs(1);
-        let settings = capped_at_30_s();
-        let (gates, key, now) = (Gates::default(), Key::named("api"), Instant::now());
-        let budget = 120 * SECOND;
-        let Entered::Admitted(first) = gates
-            .call(key.clone(), None, &settings)
-            .enter(now, budget, "/")
-        else {
-            panic!("the first call goes");
-        };
-        let mut response = http::Response::builder()
-            .header("x-ratelimit-limit-requests", "10000")
-            .header("x-ratelimit-remaining-requests", "9999")
-            .header("x-ratelimit-reset-requests", "6ms")
-            .header("x-ratelimit-limit-tokens", "100000")
-            .header("x-ratelimit-remaining-tokens", "10000")
-            .header("x-ratelimit-reset-tokens", "30.5s")
-            .body(())
-            .unwrap();
-        let said = Said::read(&mut response, now, SystemTime::now(), None, &settings, &[]);
-        first.answered(said.report(None), said.tokens(), now, None);
-        let cost = crate::tokens::TokenCost::new(1_000, 5_000);
-        let Entered::Admitted(_out) = gates
-            .call(key.clone(), Some(cost), &settings)
-            .enter(now, budget, "/")
-        else {
+        let (gates, now) = (Gates::default(), Instant::now());
+        tokens_reported(&gates, 100_000, 10_000, now);
+        let Entered::Admitted(_out) = costing(&gates, (1_000, 5_000), now) else {
             panic!("10,000 left: 6,000 go");
         };
-        match gates
-            .call(key, Some(cost), &settings)
-            .enter(now, budget, "/")
-        {
-            Entered::NotBefore(until, _) => assert_eq!(until, now + 30 * SECOND + SECOND / 2),
+        match costing(&gates, (1_000, 5_000), now) {
+            Entered::NotBefore(until, _) => {
+                assert_eq!(until, now + Duration::from_millis(30_500));
+            }
             Entered::Throttled(throttled) => panic!("turned away: {throttled}"),
             _ => panic!("neither held nor turned away"),
         }
