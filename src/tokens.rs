@@ -7,7 +7,10 @@
 /// as it leaves its key's gate, whether at once or after waiting there: where a meter has less
 /// left than the call will spend, the call waits for that meter's reset if its cap and budget
 /// allow (keeping its place among the calls waiting), and fails at once with
-/// [`Throttled`](crate::Throttled) if not, instead of being sent to be refused. A meter of
+/// [`Throttled`](crate::Throttled) if not, instead of being sent to be refused. (The cap
+/// counts where the meter as the server reported it cannot pay the call, as for a spent
+/// window; a meter short only by what this process's calls out declared is waited for as
+/// any wait within the cap and its spread.) A meter of
 /// `tokens` is spent by input and output together, one of input tokens by the input, one of
 /// output tokens by the output. Calls that declare nothing are held by a token meter only once
 /// the server says it is spent. Through reqwest, declare it with reqwest-middleware's
