@@ -509,6 +509,9 @@ struct Reading {
     holds_at_least: Duration,
     /// The most it may hold later calls for: the same read loosest, with the whole spread.
     holds_at_most: Duration,
+    /// The same without the spread: the most the server may have instructed. A later call
+    /// whose cap this exceeds is turned away, however little spread its closure drew.
+    instructed_at_most: Duration,
     /// A 429 whose one instruction lies beyond the horizon, with no meter: it closes nothing,
     /// not even for the guess a 429 without an instruction gets.
     absurd_refusal: bool,
@@ -539,10 +542,12 @@ fn read(attempt: &Attempt, horizon: Duration) -> Reading {
         .into_iter()
         .chain(spent(&own))
         .filter(|wait| *wait <= horizon);
+    let instructed_at_most = holds_at_most.max();
     Reading {
         instruction: retry_after.max(least_spent.iter().copied().max()),
         holds_at_least: holds_at_least.max().unwrap_or_default(),
-        holds_at_most: holds_at_most.max().map_or(Duration::ZERO, with_spread),
+        holds_at_most: instructed_at_most.map_or(Duration::ZERO, with_spread),
+        instructed_at_most: instructed_at_most.unwrap_or_default(),
         absurd_refusal: attempt.status == Some(429)
             && own.meters().is_empty()
             && retry_after.is_some_and(|wait| wait > horizon),
@@ -648,6 +653,7 @@ fn check_call(
             .unwrap_or_default()
     };
     let (at_least, at_most) = (left(|r| r.holds_at_least), left(|r| r.holds_at_most));
+    let instructed = left(|r| r.instructed_at_most);
     let turned_away = match call.outcome {
         Outcome::Throttled {
             retry_after,
@@ -681,8 +687,10 @@ fn check_call(
     if mine.is_empty() {
         let told = turned_away
             .unwrap_or_else(|| panic!("call {index} sent nothing: {call:?} {attempts:#?}"));
+        // Turned away by a closure longer than it may wait, or by an instruction over its cap.
+        let beyond = at_most > terms.longest_wait() || instructed > terms.cap;
         assert!(
-            at_most > terms.longest_wait() && told <= at_most,
+            beyond && told <= at_most,
             "call {index} turned away for {told:?}, held at most {at_most:?}: {attempts:#?}"
         );
     }

@@ -476,8 +476,20 @@ impl Gate {
         let went = admitted.map_or((self.epoch, None), Admission::went);
         let learns = admitted.and_then(|admitted| admitted.learns);
         self.server_clock = ServerClock::tightest(self.server_clock, report.server_clock);
+        // What the server instructed holds the key as far as the closure or the spent window it
+        // set: an instruction that holds nothing beyond them (a 200's `Retry-After` beside a
+        // meter spent for less) is not one a later closure may be weighed against the cap by.
         // (One past counts for nothing: only what is left of it is compared.)
-        self.instructed = self.instructed.max(report.instructed_until);
+        let spent = report
+            .quota
+            .filter(Quota::is_spent)
+            .map(|quota| quota.reset_at);
+        let holds = report.closed_until.max(spent);
+        let instructed = report
+            .instructed_until
+            .zip(holds)
+            .map(|(at, held)| at.min(held));
+        self.instructed = self.instructed.max(instructed);
         if let Some(until) = report.closed_until.filter(|until| *until > now) {
             // Where the learned quota goes at once when the instruction ends, that quota bounds
             // what goes then: a spread after it would only idle the key.
@@ -675,6 +687,52 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::task::Wake;
+
+    /// A 200 whose `Retry-After` (5.1 s, past a cap of 3 s) holds nothing beyond the meter it
+    /// says is spent (for 3 s) is no instruction a later closure is weighed by: a 429 two
+    /// seconds on naming 2.92 s, within the cap, holds the next call, which waits it out
+    /// (found by the whole-layer fuzz target).
+    #[test]
+    fn an_instruction_that_held_nothing_does_not_turn_away_a_call_a_later_closure_holds() {
+        let (mut gate, now) = (Gate::new(), Instant::now());
+        let terms = Terms {
+            cap: 3 * SECOND,
+            longest_wait: 3 * SECOND + 300 * MS,
+            ..TERMS
+        };
+        let spent = Report {
+            quota: Some(Quota {
+                remaining: 0,
+                reset_at: now + 3 * SECOND,
+                second: None,
+            }),
+            instructed_until: Some(now + 5 * SECOND + 100 * MS),
+            ..Report::default()
+        };
+        gate.learn(spent, now);
+        let later = now + 2 * SECOND;
+        let refused = Report {
+            refused: true,
+            closed_until: Some(later + 3 * SECOND + 196 * MS),
+            closed_by: Some(HeldBy::RetryAfter {
+                status: http::StatusCode::TOO_MANY_REQUESTS,
+            }),
+            instructed_until: Some(later + 2 * SECOND + 920 * MS),
+            ..Report::default()
+        };
+        gate.learn(refused, later);
+        assert!(gate.closed(later, terms).is_some(), "held");
+        assert_eq!(gate.beyond(later, 6 * SECOND, terms), None);
+        // Nor is the spread a closure was given part of what was instructed.
+        let mut gate = Gate::new();
+        let within = Report {
+            closed_until: Some(now + 3 * SECOND + 200 * MS),
+            instructed_until: Some(now + 2 * SECOND + 900 * MS),
+            ..refused
+        };
+        gate.learn(within, now);
+        assert_eq!(gate.beyond(now, 6 * SECOND, terms), None);
+    }
 
     #[test]
     fn a_token_cost_waits_a_reset_within_its_cap_and_budget_and_no_later() {
