@@ -561,6 +561,49 @@ async fn an_instruction_just_above_the_cap_fails_the_other_processes_fast_too() 
     );
 }
 
+/// A window the server said is spent until just above the cap turns every process's calls
+/// away, as it turns away the calls of the process that read it: the server's own zero is its
+/// instruction, told by the store as such. (A window the fleet's requests out took whole is
+/// no instruction: their answers may give some back.)
+#[tokio::test(start_paused = true)]
+async fn a_window_spent_until_just_above_the_cap_fails_the_other_processes_fast_too() {
+    let cap = 30 * SECOND;
+    let spent = vec![
+        ("ratelimit-limit", "10".to_string()),
+        ("ratelimit-remaining", "0".to_string()),
+        ("ratelimit-reset", (cap + SECOND).as_secs().to_string()),
+    ];
+    let limiter = Limiter::new(Model::ClosedUntil(Instant::now()), Headers::RetryAfter)
+        .scripted(vec![(200, spent)]);
+    let store = Arc::new(MemoryStore::new());
+    let [first, second] = [0, 1].map(|_| {
+        let layer = RateLimitLayer::new()
+            .retry_after_cap(cap)
+            .gates(Gates::with_store(store.clone()));
+        layer.layer(limiter.clone())
+    });
+    let request = || {
+        Request::get("http://api.test/items")
+            .body(String::new())
+            .unwrap()
+    };
+    let read = first.clone().oneshot(request()).await.unwrap();
+    assert_eq!(read.status(), 200);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    for (name, process) in [("first", &first), ("second", &second)] {
+        let started = Instant::now();
+        let outcome = process.clone().oneshot(request()).await;
+        let throttled = matches!(&outcome, Err(error) if error.is::<Throttled>());
+        let status = outcome.as_ref().map(|response| response.status());
+        assert!(throttled, "{name}: {status:?}");
+        assert!(
+            started.elapsed() < Duration::from_millis(100),
+            "{name}: held"
+        );
+    }
+    assert_eq!(limiter.log().len(), 1, "nothing sent inside the window");
+}
+
 /// A store a round trip away: it hears each question 10 ms after it is asked, as a store
 /// across a network does.
 struct Distant(Arc<MemoryStore>);

@@ -63,6 +63,11 @@
 //!   sends it alone; its answer times the next window for every process, and no reset
 //!   restores the quota before it comes (a log may still count the last window's tail). (A
 //!   `Window` says which second the reset named: `reset_second`.)
+//! - **A window the server spent is its instruction in every process.** A store tells what is
+//!   left to reserve, which the fleet's requests out may have taken where the server said some
+//!   are left (their answers may give some back: calls wait for them); a `Window` says where
+//!   the server itself said none is left (`spent_by_server`), and a reset beyond a call's cap
+//!   then turns the call away at once in every process, as in the one that read the meter.
 //! - **Without meters, the fleet learns the limit together, by the gate's own law** (see the
 //!   [learning guide](crate::guide::learning)): the ledger runs it on the store's clock,
 //!   counting every process's requests out, and holds each reservation by it; a process's own

@@ -731,6 +731,7 @@ mod tests {
                                     let since = later(reset).duration_since(SystemTime::UNIX_EPOCH);
                                     since.unwrap().as_secs()
                                 }),
+                            spent_by_server: meter.is_some_and(|(left, _, _)| left == 0),
                         };
                         kept.merge(window, ticket, now);
                         read.merge(window, ticket, now);
@@ -761,6 +762,7 @@ mod tests {
             limit: None,
             guessed: false,
             reset_second: None,
+            spent_by_server: false,
         };
         for (nth, ticket) in tickets.into_iter().enumerate() {
             let window = if nth < 2 { Window::default() } else { refused };

@@ -937,8 +937,9 @@ mod tests {
 
     /// With `respect_remaining(false)`: this process's own 429 named 29.5 s (cap 30 s; its
     /// closure with spread ends 30.4 s on); the store tells that closure, and beside it a
-    /// window another (metered) process read spent until 30.2 s on. The call does not respect
-    /// spent windows and the only instruction holding it is within the cap: it waits.
+    /// window another (metered) process read spent until 30.2 s on, as the server said. The
+    /// call does not respect spent windows and the only instruction holding it is within the
+    /// cap: it waits.
     #[test]
     fn a_call_that_does_not_respect_quotas_is_not_turned_away_by_a_spent_window_told() {
         const SECOND: Duration = Duration::from_secs(1);
@@ -972,6 +973,7 @@ mod tests {
         let told = Window {
             closed_until: Some(clocks.wall(now + 29 * SECOND + 500 * MS)),
             quota: Some((0, clocks.wall(now + 30 * SECOND + 200 * MS))),
+            spent_by_server: true,
             ..Window::default()
         };
         gates.registry.learn(&key, told.to_report(&clocks), now);

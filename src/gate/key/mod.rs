@@ -76,6 +76,9 @@ pub(crate) struct Gate {
     /// The latest end of an instruction the closure holds, its spread not counted: one above
     /// a call's cap is not waited, however little spread it was given.
     instructed: Option<Instant>,
+    /// The same of an instruction that reaches past its closure into a spent window (a
+    /// meter's reset): it holds only the calls that respect the quota.
+    instructed_spent: Option<Instant>,
 }
 
 impl Gate {
@@ -140,14 +143,18 @@ impl Gate {
     /// What holds a call with `terms` and `budget` left beyond what it may wait, if anything
     /// does: it is then turned away at once, rather than made to sleep out its budget first.
     pub(crate) fn beyond(&self, now: Instant, budget: Duration, terms: Terms) -> Option<Closed> {
-        let instructed = self
-            .instructed
-            .map(|until| until.saturating_duration_since(now));
+        let spent = self.instructed_spent.filter(|_| terms.metered);
         self.closed(now, terms).filter(|closed| {
             // An instruction above the cap, which what holds the call holds, is waited by no
             // call, however little spread its closure was given.
-            let over_cap = instructed.is_some_and(|left| left > terms.cap && left <= closed.left);
-            over_cap || closed.left > budget.min(terms.longest_wait)
+            let over_cap = |instructed: Option<Instant>| {
+                instructed
+                    .map(|until| until.saturating_duration_since(now))
+                    .is_some_and(|left| left > terms.cap && left <= closed.left)
+            };
+            over_cap(self.instructed)
+                || over_cap(spent)
+                || closed.left > budget.min(terms.longest_wait)
         })
     }
 
@@ -489,7 +496,11 @@ impl Gate {
             .instructed_until
             .zip(holds)
             .map(|(at, held)| at.min(held));
-        self.instructed = self.instructed.max(instructed);
+        if instructed > report.closed_until && spent.is_some() {
+            self.instructed_spent = self.instructed_spent.max(instructed);
+        } else {
+            self.instructed = self.instructed.max(instructed);
+        }
         if let Some(until) = report.closed_until.filter(|until| *until > now) {
             // Where the learned quota goes at once when the instruction ends, that quota bounds
             // what goes then: a spread after it would only idle the key.

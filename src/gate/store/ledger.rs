@@ -132,15 +132,19 @@ impl Ledger {
     /// its calls by it till the reset, where the store lets them look again.
     pub(crate) fn window(&self, now: SystemTime) -> Window {
         let closed_until = self.closure.in_force(now);
+        let quota = self
+            .available(now)
+            .filter(|quota| !self.answers_due(*quota, now));
         Window {
             closed_until,
-            quota: self
-                .available(now)
-                .filter(|quota| !self.answers_due(*quota, now))
-                .map(|quota| (quota.remaining, quota.reset_at)),
+            quota: quota.map(|quota| (quota.remaining, quota.reset_at)),
             limit: self.reported.limit(),
             guessed: closed_until.is_some() && self.guessed,
             reset_second: None,
+            spent_by_server: self
+                .reported
+                .quota(now)
+                .is_some_and(|quota| quota.is_spent()),
         }
     }
 
@@ -384,6 +388,7 @@ mod tests {
             limit,
             guessed: false,
             reset_second: None,
+            spent_by_server: remaining == 0,
         }
     }
 
@@ -392,6 +397,27 @@ mod tests {
             Reservation::Granted(ticket) => ticket,
             held => panic!("held: {held:?}"),
         }
+    }
+
+    /// The window a store tells says whether the server itself spent its quota: one the
+    /// fleet's requests out took whole is no instruction (their answers may give some back).
+    #[test]
+    fn a_window_the_fleets_requests_out_took_whole_is_told_apart_from_one_the_server_spent() {
+        let now = SystemTime::now();
+        let reset = now + 40 * SECOND;
+        let mut taken = Ledger::default();
+        taken.merge(quota(1, reset, None), None, now);
+        granted(&mut taken, now);
+        let told = taken.window(now);
+        assert_eq!(
+            (told.quota, told.spent_by_server),
+            (Some((0, reset)), false)
+        );
+        let mut spent = Ledger::default();
+        spent.merge(quota(0, reset, None), None, now);
+        let told = spent.window(now);
+        assert_eq!((told.quota, told.spent_by_server), (Some((0, reset)), true));
+        assert!(!spent.window(reset).spent_by_server, "over at its reset");
     }
 
     fn held_until(ledger: &mut Ledger, now: SystemTime, respects: Respects) -> Option<SystemTime> {
@@ -593,6 +619,7 @@ mod tests {
             limit: None,
             guessed: false,
             reset_second: None,
+            spent_by_server: false,
         };
         ledger.merge(closed(now + 10 * SECOND), None, now);
         ledger.merge(closed(now + 2 * SECOND), None, now);
@@ -1115,6 +1142,7 @@ mod tests {
             limit: None,
             guessed: false,
             reset_second: None,
+            spent_by_server: true,
         };
         ledger.merge(over, None, reset);
         assert_eq!(ledger, before);

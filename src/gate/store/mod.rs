@@ -39,6 +39,7 @@ use crate::throttled::HeldBy;
 ///     limit: Some(5_000),
 ///     guessed: false,
 ///     reset_second: None,
+///     spent_by_server: true,
 /// };
 /// assert!(spent.is_current(now));
 /// assert!(!spent.is_current(now + Duration::from_secs(30)), "over at its reset");
@@ -59,6 +60,11 @@ pub struct Window {
     /// it, and the store sends a window's last request early to find out, as a gate does;
     /// readings of one second keep the tightest, and a later second says the reset moved.
     pub reset_second: Option<u64>,
+    /// The server itself said none of its quota is left until the reset: where `quota` tells
+    /// none, that is an instruction, as a spent meter is to a gate, and a reset beyond a
+    /// call's cap turns the call away. `false` where what is left was taken by the fleet's
+    /// requests out (their answers may give some back: a call waits for them).
+    pub spent_by_server: bool,
 }
 
 impl Window {
@@ -97,21 +103,28 @@ impl Window {
             limit: report.limit,
             guessed: matches!(report.closed_by, Some(HeldBy::Guess { .. })),
             reset_second: report.quota.and_then(|quota| quota.second),
+            spent_by_server: report.quota.is_some_and(|quota| quota.is_spent()),
         }
     }
 
     /// This window on this process's clock, as a report to take in: a closure the server
-    /// named is its instruction still (one beyond the cap turns calls away). A quota is not:
-    /// what a store tells is left is what is left to reserve, which the fleet's requests out
-    /// may have taken where the server said some are left.
+    /// named is its instruction still (one beyond the cap turns calls away), and so is a
+    /// quota the server itself said is spent. A quota of none is not otherwise: what a store
+    /// tells is left is what is left to reserve, which the fleet's requests out may have
+    /// taken where the server said some are left.
     pub(crate) fn to_report(self, clocks: &Anchor) -> Report {
         let closed_until = self.closed_until.map(|at| clocks.instant(at));
+        let named = closed_until.filter(|_| !self.guessed);
+        let spent = self
+            .quota
+            .filter(|(remaining, _)| self.spent_by_server && *remaining == 0)
+            .map(|(_, reset)| clocks.instant(reset));
         Report {
             refused: false,
             closed_until,
             closed_by: Some(HeldBy::Fleet),
             quota_by: Some(HeldBy::Fleet),
-            instructed_until: closed_until.filter(|_| !self.guessed),
+            instructed_until: named.max(spent),
             limit: self.limit,
             server_clock: None,
             quota: self.quota.map(|(remaining, reset)| Quota {
@@ -415,6 +428,42 @@ mod tests {
             ..closed_by(HeldBy::RetryAfter { status })
         };
         assert!(!Window::from_report(named, &clocks).guessed);
+    }
+
+    /// A quota of none is an instruction, its reset the end, only where the server itself
+    /// said so: what the fleet's requests out took may come back with their answers.
+    #[test]
+    fn a_quota_of_none_is_an_instruction_only_where_the_server_spent_it() {
+        let clocks = Anchor::now();
+        let now = tokio::time::Instant::now();
+        let reset = now + 40 * SECOND;
+        let read = Report {
+            quota: Some(Quota {
+                remaining: 0,
+                reset_at: reset,
+                second: None,
+            }),
+            ..Report::default()
+        };
+        let told = Window::from_report(read, &clocks);
+        assert!(told.spent_by_server, "as the server read it");
+        assert_eq!(told.to_report(&clocks).instructed_until, Some(reset));
+        let taken = Window {
+            spent_by_server: false,
+            ..told
+        };
+        assert_eq!(taken.to_report(&clocks).instructed_until, None);
+        let left = Window {
+            quota: Some((1, clocks.wall(reset))),
+            ..told
+        };
+        assert_eq!(left.to_report(&clocks).instructed_until, None, "one left");
+        let closed = Window {
+            closed_until: Some(clocks.wall(now + 50 * SECOND)),
+            ..told
+        };
+        let later = closed.to_report(&clocks).instructed_until;
+        assert_eq!(later, Some(now + 50 * SECOND), "the later of the two");
     }
 
     #[test]
