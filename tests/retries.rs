@@ -190,6 +190,19 @@ async fn retry_after_on_a_retried_503_is_honoured() {
     );
 }
 
+/// `retry-after-ms` far short of `Retry-After` is another instruction, not the same one
+/// unrounded: the retry waits the longer, and so does the key's next call.
+#[tokio::test(start_paused = true)]
+async fn a_retry_after_ms_far_short_of_retry_after_does_not_shorten_the_wait() {
+    let refused = status(429, &[("retry-after", "30"), ("retry-after-ms", "1")]);
+    let script = Script::repeat(refused, 1);
+    let layer = RateLimitLayer::new();
+    call(layer.clone(), &script, "POST").await.unwrap();
+    let gap = script.gaps()[0];
+    assert!(gap >= 30 * SECOND && gap <= 33 * SECOND, "{gap:?}");
+    assert_eq!(script.attempts().len(), 2, "the 429, then its retry");
+}
+
 #[tokio::test(start_paused = true)]
 async fn instructed_waits_are_never_shorter_than_the_instruction_and_spread_within_a_tenth() {
     let script = Script::repeat(status(429, &[("retry-after", "2")]), 10);

@@ -23,7 +23,8 @@ use super::{ANY_VENDOR, VENDORS, ietf, retry_after, x_ratelimit};
 ///
 /// - `Retry-After` as delay-seconds, a decimal (`1.5`), or an HTTP-date in any of its three
 ///   forms (here and in `Date`, `UTC` is read as `GMT`); `retry-after-ms`, preferred when
-///   present. Zero, a past date, negative or garbage
+///   present, unless a second or more short of `Retry-After` (then two instructions that
+///   disagree, and the larger holds). Zero, a past date, negative or garbage
 ///   values are no instruction; several values give the largest; overflow saturates at 2^31 s.
 /// - the IETF `RateLimit` drafts 01 to 10 (split fields, the draft 07 dictionary, named policies
 ///   over several field lines), and `X-RateLimit-*` / `X-Rate-Limit-*`.

@@ -13,7 +13,9 @@
 //! - several values (repeated lines or a comma list): the largest, so the client never retries
 //!   before any time the server named.
 //! - `retry-after-ms`, when it holds an instruction, is preferred: it is the same instruction
-//!   without the rounding to whole seconds.
+//!   without the rounding to whole seconds. One a second or more short of `Retry-After` is not
+//!   that instruction rounded but another, and of instructions that disagree the largest holds
+//!   (`Retry-After: 30` beside `retry-after-ms: 1` is 30 s, not a retry inside the 30 s).
 
 use std::time::Duration;
 
@@ -24,15 +26,24 @@ use super::number::{LONGEST, parse_decimal};
 
 /// The server's instruction to wait, measured from receipt; `None` if it gave none.
 pub(crate) fn read(fields: &Fields<'_>, clock: &ResponseClock) -> Option<Duration> {
-    largest(fields.lines(Name::RetryAfterMs), |member| {
+    let millis = largest(fields.lines(Name::RetryAfterMs), |member| {
         parse_decimal(member).map(|millis| millis.millis())
-    })
-    .or_else(|| {
-        largest(fields.lines(Name::RetryAfter), |member| {
-            delay(member, clock)
-        })
-    })
+    });
+    let seconds = largest(fields.lines(Name::RetryAfter), |member| {
+        delay(member, clock)
+    });
+    match (millis, seconds) {
+        // Within the second `Retry-After` may have been rounded by, the finer reading.
+        (Some(millis), Some(seconds)) if millis.saturating_add(ROUNDING) <= seconds => {
+            Some(seconds)
+        }
+        (Some(millis), _) => Some(millis),
+        (None, seconds) => seconds,
+    }
 }
+
+/// How far a whole-second `Retry-After` may lie from the instruction it rounds.
+const ROUNDING: Duration = Duration::from_secs(1);
 
 fn delay(member: &str, clock: &ResponseClock) -> Option<Duration> {
     match parse_decimal(member) {
@@ -235,6 +246,37 @@ mod tests {
         assert_eq!(fractional, Some(Duration::from_micros(12_500)));
         let empty_ms = read_pairs(&[("retry-after", "2"), ("retry-after-ms", "0")], NOW);
         assert_eq!(empty_ms, secs(2));
+        let longer = read_pairs(&[("retry-after", "1"), ("retry-after-ms", "2500")], NOW);
+        assert_eq!(
+            longer,
+            Some(Duration::from_millis(2500)),
+            "the finer and the larger"
+        );
+    }
+
+    /// Both sent, a second or more apart: not one instruction rounded, but two; the client
+    /// never retries before either (the largest), where within the rounding the finer holds.
+    #[test]
+    fn retry_after_ms_a_second_or_more_short_of_retry_after_is_not_preferred() {
+        let apart = read_pairs(&[("retry-after", "30"), ("retry-after-ms", "1")], NOW);
+        assert_eq!(apart, secs(30));
+        let just_apart = read_pairs(&[("retry-after", "2"), ("retry-after-ms", "1000")], NOW);
+        assert_eq!(just_apart, secs(2), "a whole second short");
+        let rounded = read_pairs(&[("retry-after", "2"), ("retry-after-ms", "1001")], NOW);
+        assert_eq!(
+            rounded,
+            Some(Duration::from_millis(1001)),
+            "2 s rounds 1.001 s up"
+        );
+        let dated = read_pairs(
+            &[
+                ("date", "Tue, 14 Nov 2023 22:13:20 GMT"),
+                ("retry-after", "Tue, 14 Nov 2023 22:14:20 GMT"),
+                ("retry-after-ms", "20"),
+            ],
+            NOW,
+        );
+        assert_eq!(dated, secs(60), "a date is an instruction too");
     }
 
     proptest::proptest! {
