@@ -140,7 +140,7 @@ impl Ledger {
             quota: quota.map(|quota| (quota.remaining, quota.reset_at)),
             limit: self.reported.limit(),
             guessed: closed_until.is_some() && self.guessed,
-            reset_second: None,
+            reset_second: quota.and_then(|quota| quota.second),
             spent_by_server: self
                 .reported
                 .quota(now)
@@ -418,6 +418,26 @@ mod tests {
         let told = spent.window(now);
         assert_eq!((told.quota, told.spent_by_server), (Some((0, reset)), true));
         assert!(!spent.window(reset).spent_by_server, "over at its reset");
+    }
+
+    /// The second a reset was written as rides on with the window the store tells: a gate
+    /// folds a later reading by the second it names (a token bucket's moved second), and
+    /// sends a window's last request early only where the reset was read to the second.
+    #[test]
+    fn a_window_tells_the_second_its_reset_was_written_as() {
+        let now = SystemTime::now();
+        let reset = now + 3 * SECOND;
+        let second = reset.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs();
+        let mut ledger = Ledger::default();
+        let read = Window {
+            reset_second: Some(second),
+            ..quota(4, reset, None)
+        };
+        ledger.merge(read, None, now);
+        assert_eq!(ledger.window(now).reset_second, Some(second));
+        let mut counted = Ledger::default();
+        counted.merge(quota(4, reset, None), None, now);
+        assert_eq!(counted.window(now).reset_second, None, "a countdown names none");
     }
 
     fn held_until(ledger: &mut Ledger, now: SystemTime, respects: Respects) -> Option<SystemTime> {
