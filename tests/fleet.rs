@@ -604,6 +604,51 @@ async fn a_window_spent_until_just_above_the_cap_fails_the_other_processes_fast_
     assert_eq!(limiter.log().len(), 1, "nothing sent inside the window");
 }
 
+/// A closure named over the cap (30.2 s, cap 30 s) beside a later window the server spent
+/// (40 s): a process that does not respect quotas is held by the closure alone, whose
+/// instruction is over its cap, and fails fast, sending nothing.
+#[tokio::test(start_paused = true)]
+async fn an_over_cap_closure_beside_a_later_spent_window_fails_unmetered_processes_fast() {
+    let cap = 30 * SECOND;
+    let spent = vec![
+        ("ratelimit-limit", "10".to_string()),
+        ("ratelimit-remaining", "0".to_string()),
+        ("ratelimit-reset", "40".to_string()),
+    ];
+    let refused = vec![("retry-after", "30.2".to_string())];
+    let limiter = Limiter::new(Model::ClosedUntil(Instant::now()), Headers::RetryAfter)
+        .scripted(vec![(200, spent), (429, refused)]);
+    let store = Arc::new(MemoryStore::new());
+    let process = |metered: bool| {
+        let layer = RateLimitLayer::new()
+            .retry_after_cap(cap)
+            .respect_remaining(metered)
+            .gates(Gates::with_store(store.clone()));
+        let layer = if metered {
+            layer
+        } else {
+            layer.slow_start(false).learn_limits(false)
+        };
+        layer.layer(limiter.clone())
+    };
+    let [metered, unmetered, other] = [process(true), process(false), process(false)];
+    let request = || {
+        Request::get("http://api.test/items")
+            .body(String::new())
+            .unwrap()
+    };
+    assert_eq!(metered.oneshot(request()).await.unwrap().status(), 200);
+    let met = unmetered.oneshot(request()).await.unwrap();
+    assert_eq!(met.status(), 429, "over the cap: returned at once");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = Instant::now();
+    let outcome = other.oneshot(request()).await;
+    let throttled = matches!(&outcome, Err(error) if error.is::<Throttled>());
+    let status = outcome.as_ref().map(|response| response.status()).ok();
+    assert!(throttled, "{status:?} after {:?}", started.elapsed());
+    assert_eq!(limiter.log().len(), 2, "nothing sent inside the closure");
+}
+
 /// A store a round trip away: it hears each question 10 ms after it is asked, as a store
 /// across a network does.
 struct Distant(Arc<MemoryStore>);

@@ -935,6 +935,87 @@ mod tests {
         }
     }
 
+    /// With `respect_remaining(false)` (cap 30 s): the store tells a closure another process's
+    /// 429 named for 30.2 s, and beside it, or not, a window the server spent until 40 s. The
+    /// closure alone holds the call, and its instruction is over the cap: turned away either
+    /// way (the spent window's reset, which does not hold this call, hid the closure's).
+    #[test]
+    fn an_over_cap_closure_told_beside_a_later_spent_window_turns_an_unmetered_call_away() {
+        const SECOND: Duration = Duration::from_secs(1);
+        const MS: Duration = Duration::from_millis(1);
+        let settings = Settings {
+            retry_after_cap: 30 * SECOND,
+            respect_remaining: false,
+            slow_start: false,
+            learn_limits: false,
+            ..Settings::default()
+        };
+        let (key, now, budget) = (Key::named("api"), Instant::now(), 120 * SECOND);
+        let enter = |spent: bool| {
+            let gates = Gates::default();
+            let clocks = gates.registry.clocks();
+            let told = Window {
+                closed_until: Some(clocks.wall(now + 30 * SECOND + 200 * MS)),
+                quota: spent.then(|| (0, clocks.wall(now + 40 * SECOND))),
+                spent_by_server: spent,
+                ..Window::default()
+            };
+            gates.registry.learn(&key, told.to_report(&clocks), now);
+            gates
+                .call(key.clone(), None, &settings)
+                .enter(now, budget, "/")
+        };
+        assert!(
+            matches!(enter(false), Entered::Throttled(_)),
+            "the closure alone"
+        );
+        assert!(
+            matches!(enter(true), Entered::Throttled(_)),
+            "beside a spent window"
+        );
+    }
+
+    /// With `respect_remaining(false)` (cap 10 s): the store tells a closure another process
+    /// guessed (10.6 s) and a window the server spent until 10.2 s, within it. The call is
+    /// held by the guess alone, which it may wait: it waits, spent window or not.
+    #[test]
+    fn a_spent_window_within_a_guessed_closure_does_not_turn_away_an_unmetered_call() {
+        const SECOND: Duration = Duration::from_secs(1);
+        const MS: Duration = Duration::from_millis(1);
+        let settings = Settings {
+            retry_after_cap: 10 * SECOND,
+            respect_remaining: false,
+            slow_start: false,
+            learn_limits: false,
+            ..Settings::default()
+        };
+        let (key, now, budget) = (Key::named("api"), Instant::now(), 120 * SECOND);
+        let enter = |spent: bool| {
+            let gates = Gates::default();
+            let clocks = gates.registry.clocks();
+            let told = Window {
+                closed_until: Some(clocks.wall(now + 10 * SECOND + 600 * MS)),
+                guessed: true,
+                quota: spent.then(|| (0, clocks.wall(now + 10 * SECOND + 200 * MS))),
+                spent_by_server: spent,
+                ..Window::default()
+            };
+            gates.registry.learn(&key, told.to_report(&clocks), now);
+            gates
+                .call(key.clone(), None, &settings)
+                .enter(now, budget, "/")
+        };
+        assert!(
+            matches!(enter(false), Entered::Queued(_)),
+            "the guess alone"
+        );
+        match enter(true) {
+            Entered::Queued(_) => {}
+            Entered::Throttled(t) => panic!("throttled by a spent window it ignores: {t}"),
+            _ => panic!("other"),
+        }
+    }
+
     /// With `respect_remaining(false)`: this process's own 429 named 29.5 s (cap 30 s; its
     /// closure with spread ends 30.4 s on); the store tells that closure, and beside it a
     /// window another (metered) process read spent until 30.2 s on, as the server said. The

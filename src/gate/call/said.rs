@@ -202,6 +202,7 @@ impl Said {
             closed_by: closed_until.map(|_| closed_by),
             instructed_until: self.instructed_until,
             quota: self.quota.map(|binding| binding.quota),
+            server_spent: self.quota.is_some_and(|binding| binding.quota.is_spent()),
             quota_by: self.quota.map(|binding| HeldBy::SpentMeter {
                 status,
                 unit: binding.unit,

@@ -76,8 +76,8 @@ pub(crate) struct Gate {
     /// The latest end of an instruction the closure holds, its spread not counted: one above
     /// a call's cap is not waited, however little spread it was given.
     instructed: Option<Instant>,
-    /// The same of an instruction that reaches past its closure into a spent window (a
-    /// meter's reset): it holds only the calls that respect the quota.
+    /// The latest reset of a window the server itself read spent: while a spent window ending
+    /// by then holds a call (one that respects the quota), it is an instruction too.
     instructed_spent: Option<Instant>,
 }
 
@@ -143,17 +143,20 @@ impl Gate {
     /// What holds a call with `terms` and `budget` left beyond what it may wait, if anything
     /// does: it is then turned away at once, rather than made to sleep out its budget first.
     pub(crate) fn beyond(&self, now: Instant, budget: Duration, terms: Terms) -> Option<Closed> {
-        let spent = self.instructed_spent.filter(|_| terms.metered);
+        let instructed = self
+            .instructed
+            .map(|until| until.saturating_duration_since(now));
+        // A spent window that holds the call, as far as the server read it spent.
+        let spent = self
+            .spent(now, terms)
+            .filter(|(reset, _)| Some(*reset) <= self.instructed_spent)
+            .map(|(reset, _)| reset.saturating_duration_since(now));
         self.closed(now, terms).filter(|closed| {
             // An instruction above the cap, which what holds the call holds, is waited by no
             // call, however little spread its closure was given.
-            let over_cap = |instructed: Option<Instant>| {
-                instructed
-                    .map(|until| until.saturating_duration_since(now))
-                    .is_some_and(|left| left > terms.cap && left <= closed.left)
-            };
-            over_cap(self.instructed)
-                || over_cap(spent)
+            let over_cap = |left: Duration| left > terms.cap && left <= closed.left;
+            instructed.is_some_and(over_cap)
+                || spent.is_some_and(over_cap)
                 || closed.left > budget.min(terms.longest_wait)
         })
     }
@@ -483,23 +486,19 @@ impl Gate {
         let went = admitted.map_or((self.epoch, None), Admission::went);
         let learns = admitted.and_then(|admitted| admitted.learns);
         self.server_clock = ServerClock::tightest(self.server_clock, report.server_clock);
-        // What the server instructed holds the key as far as the closure or the spent window it
-        // set: an instruction that holds nothing beyond them (a 200's `Retry-After` beside a
-        // meter spent for less) is not one a later closure may be weighed against the cap by.
-        // (One past counts for nothing: only what is left of it is compared.)
-        let spent = report
-            .quota
-            .filter(Quota::is_spent)
-            .map(|quota| quota.reset_at);
-        let holds = report.closed_until.max(spent);
+        // What the server instructed holds every call as far as the closure it set, and the
+        // calls that respect the quota as far as a window it read spent: an instruction that
+        // holds nothing beyond them (a 200's `Retry-After` beside a meter spent for less) is
+        // not one a later closure may be weighed against the cap by. (One past counts for
+        // nothing: only what is left of it is compared.)
         let instructed = report
             .instructed_until
-            .zip(holds)
-            .map(|(at, held)| at.min(held));
-        if instructed > report.closed_until && spent.is_some() {
-            self.instructed_spent = self.instructed_spent.max(instructed);
-        } else {
-            self.instructed = self.instructed.max(instructed);
+            .zip(report.closed_until)
+            .map(|(at, closed)| at.min(closed));
+        self.instructed = self.instructed.max(instructed);
+        if report.server_spent {
+            let spent = report.quota.map(|quota| quota.reset_at);
+            self.instructed_spent = self.instructed_spent.max(spent);
         }
         if let Some(until) = report.closed_until.filter(|until| *until > now) {
             // Where the learned quota goes at once when the instruction ends, that quota bounds
@@ -745,6 +744,48 @@ mod tests {
         assert_eq!(gate.beyond(now, 6 * SECOND, terms), None);
     }
 
+    /// A window the server read spent until 31.2 s (cap 30 s) is given room back by an answer
+    /// (5 left, the same reset): it holds nothing now, and is no instruction beside a later
+    /// 429 whose 29.5 s, within the cap, holds the call (its closure ends 30.4 s on).
+    #[test]
+    fn a_spent_window_given_back_is_no_instruction_beside_a_later_closure() {
+        let (mut gate, now) = (Gate::new(), Instant::now());
+        let terms = Terms {
+            cap: 30 * SECOND,
+            longest_wait: 31 * SECOND,
+            ..TERMS
+        };
+        let reset = now + 31 * SECOND + 200 * MS;
+        let read = Report {
+            server_spent: true,
+            ..quota(0, reset)
+        };
+        gate.learn(read, now);
+        assert!(
+            gate.beyond(now, 120 * SECOND, terms).is_some(),
+            "spent beyond the cap: turned away"
+        );
+        let unmetered = gate
+            .arrive_as(now, UNMETERED)
+            .expect("not held by the quota");
+        gate.answered(unmetered, quota(5, reset), now);
+        let later = now + SECOND;
+        assert_eq!(gate.quota(later).map(|quota| quota.remaining), Some(5));
+        let refused = Report {
+            refused: true,
+            closed_until: Some(later + 30 * SECOND + 400 * MS),
+            closed_by: Some(HeldBy::RetryAfter {
+                status: http::StatusCode::TOO_MANY_REQUESTS,
+            }),
+            instructed_until: Some(later + 29 * SECOND + 500 * MS),
+            ..Report::default()
+        };
+        gate.learn(refused, later);
+        let closed = gate.closed(later, terms).expect("held by the closure");
+        assert_eq!(closed.left, 30 * SECOND + 400 * MS);
+        assert_eq!(gate.beyond(later, 120 * SECOND, terms), None);
+    }
+
     #[test]
     fn a_token_cost_waits_a_reset_within_its_cap_and_budget_and_no_later() {
         let now = Instant::now();
@@ -867,6 +908,7 @@ mod tests {
         closed_by: None,
         instructed_until: None,
         quota: None,
+        server_spent: false,
         quota_by: None,
         limit: None,
         pace: None,

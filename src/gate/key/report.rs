@@ -20,6 +20,10 @@ pub(crate) struct Report {
     pub(crate) instructed_until: Option<Instant>,
     /// The binding meter's remaining quota and reset.
     pub(crate) quota: Option<Quota>,
+    /// The server itself read `quota` spent: its reset is an instruction to the calls that
+    /// respect the quota. (What a store tells is left may be spent by the fleet's requests out
+    /// instead, which their answers may give back.)
+    pub(crate) server_spent: bool,
     /// What the binding meter is, as it holds calls once spent.
     pub(crate) quota_by: Option<HeldBy>,
     /// The binding meter's whole quota a window, where the server gave it.

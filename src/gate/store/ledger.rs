@@ -427,7 +427,10 @@ mod tests {
     fn a_window_tells_the_second_its_reset_was_written_as() {
         let now = SystemTime::now();
         let reset = now + 3 * SECOND;
-        let second = reset.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs();
+        let second = reset
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
         let mut ledger = Ledger::default();
         let read = Window {
             reset_second: Some(second),
@@ -437,7 +440,11 @@ mod tests {
         assert_eq!(ledger.window(now).reset_second, Some(second));
         let mut counted = Ledger::default();
         counted.merge(quota(4, reset, None), None, now);
-        assert_eq!(counted.window(now).reset_second, None, "a countdown names none");
+        assert_eq!(
+            counted.window(now).reset_second,
+            None,
+            "a countdown names none"
+        );
     }
 
     fn held_until(ledger: &mut Ledger, now: SystemTime, respects: Respects) -> Option<SystemTime> {

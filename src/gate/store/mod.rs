@@ -114,17 +114,14 @@ impl Window {
     /// taken where the server said some are left.
     pub(crate) fn to_report(self, clocks: &Anchor) -> Report {
         let closed_until = self.closed_until.map(|at| clocks.instant(at));
-        let named = closed_until.filter(|_| !self.guessed);
-        let spent = self
-            .quota
-            .filter(|(remaining, _)| self.spent_by_server && *remaining == 0)
-            .map(|(_, reset)| clocks.instant(reset));
         Report {
             refused: false,
             closed_until,
             closed_by: Some(HeldBy::Fleet),
             quota_by: Some(HeldBy::Fleet),
-            instructed_until: named.max(spent),
+            instructed_until: closed_until.filter(|_| !self.guessed),
+            server_spent: self.spent_by_server
+                && self.quota.is_some_and(|(remaining, _)| remaining == 0),
             limit: self.limit,
             server_clock: None,
             quota: self.quota.map(|(remaining, reset)| Quota {
@@ -443,27 +440,32 @@ mod tests {
                 reset_at: reset,
                 second: None,
             }),
+            server_spent: true,
             ..Report::default()
         };
         let told = Window::from_report(read, &clocks);
         assert!(told.spent_by_server, "as the server read it");
-        assert_eq!(told.to_report(&clocks).instructed_until, Some(reset));
+        assert!(told.to_report(&clocks).server_spent);
         let taken = Window {
             spent_by_server: false,
             ..told
         };
-        assert_eq!(taken.to_report(&clocks).instructed_until, None);
+        assert!(!taken.to_report(&clocks).server_spent);
         let left = Window {
             quota: Some((1, clocks.wall(reset))),
             ..told
         };
-        assert_eq!(left.to_report(&clocks).instructed_until, None, "one left");
+        assert!(!left.to_report(&clocks).server_spent, "one left");
         let closed = Window {
-            closed_until: Some(clocks.wall(now + 50 * SECOND)),
+            closed_until: Some(clocks.wall(now + 10 * SECOND)),
             ..told
         };
-        let later = closed.to_report(&clocks).instructed_until;
-        assert_eq!(later, Some(now + 50 * SECOND), "the later of the two");
+        let taken_back = closed.to_report(&clocks);
+        assert_eq!(
+            (taken_back.instructed_until, taken_back.server_spent),
+            (Some(now + 10 * SECOND), true),
+            "each its own: the closure's for every call, the window's for those it holds"
+        );
     }
 
     #[test]
