@@ -16,7 +16,7 @@ use tower::{Layer, ServiceExt};
 use tower_retry_after::store::{
     MemoryStore, Reservation, Respects, StoreFuture, Ticket, Window, WindowStore,
 };
-use tower_retry_after::{Gates, HeldBy, Key, Notice, RateLimitLayer, Throttled};
+use tower_retry_after::{CallCost, Gates, HeldBy, Key, Notice, RateLimitLayer, Throttled};
 
 const SECOND: Duration = Duration::from_secs(1);
 const PROCESSES: usize = 4;
@@ -677,6 +677,42 @@ impl WindowStore for Distant {
             store.merge(&key, window, ticket, now).await
         })
     }
+}
+
+/// A store that never answers.
+struct Silent;
+
+impl WindowStore for Silent {
+    fn reserve(&self, _: &Key, _: Respects, _: SystemTime) -> StoreFuture<Reservation> {
+        Box::pin(std::future::pending())
+    }
+
+    fn merge(&self, _: &Key, _: Window, _: Option<Ticket>, _: SystemTime) -> StoreFuture<()> {
+        Box::pin(std::future::pending())
+    }
+}
+
+/// Asking the store is part of sending, as the request's own time is: bounded by the store's
+/// deadline, it spends nothing of the call's budget. A call that may wait nothing still asks
+/// (the fleet's reservations need it), and past the deadline goes by its own gate.
+#[tokio::test(start_paused = true)]
+async fn asking_a_silent_store_is_bounded_by_its_deadline_and_spends_no_budget() {
+    let deadline = Duration::from_millis(200);
+    let limiter = Limiter::new(Model::ClosedUntil(Instant::now()), Headers::RetryAfter);
+    let layer = RateLimitLayer::new()
+        .max_wait(Duration::ZERO)
+        .gates(Gates::with_store_deadline(Silent, deadline));
+    let request = Request::get("http://api.test/items")
+        .body(String::new())
+        .unwrap();
+    let started = Instant::now();
+    let response = layer.layer(limiter.clone()).oneshot(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let asked = started.elapsed();
+    assert!(asked >= deadline && asked < deadline * 2, "{asked:?}");
+    let cost = response.extensions().get::<CallCost>().unwrap();
+    assert_eq!(cost.waited(), Duration::ZERO, "max_wait(0) waits nothing");
+    assert_eq!(limiter.log().len(), 1);
 }
 
 /// A process that flushes its gates before its runtime goes has told the fleet its last

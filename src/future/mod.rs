@@ -256,8 +256,9 @@ where
                     }
                 }
                 StateProj::Reserving { reserving, .. } => {
+                    // Asking the store is part of sending, as the request's own time is: it is
+                    // bounded by the store's deadline, and spends nothing of the call's budget.
                     let answer = ready!(reserving.poll(cx));
-                    this.budget.add_wait(reserving.since().elapsed());
                     match this.state.as_mut().project_replace(State::Done) {
                         StateOwned::Reserving { pass, body, .. } => {
                             this.reserved(answer, pass, body)

@@ -148,8 +148,10 @@ impl Gates {
 
     /// An empty set of gates that also shares what servers say with other processes through
     /// `store` (see [`WindowStore`]): a closure or quota one process learns holds the others,
-    /// and together they reserve no more of a window than the server reported. A call waits
-    /// at most 50 ms for the store; past that it goes by its own process's gate alone.
+    /// and together they reserve no more of a window than the server reported. A request
+    /// waits at most 50 ms for the store's answer; past that it goes by its own process's gate
+    /// alone. That time is part of sending, as the request's own is: it spends nothing of the
+    /// call's [`max_wait`](crate::RateLimitLayer::max_wait).
     pub fn with_store(store: impl WindowStore) -> Self {
         Gates::with_store_deadline(store, store::shared::DEADLINE)
     }

@@ -84,7 +84,6 @@ impl Shared {
         Some(Reserving(Box::new(Asked {
             waiting: Box::pin(timeout(self.deadline, waiting)),
             outage: self.outage.clone(),
-            since: Instant::now(),
         })))
     }
 
@@ -126,15 +125,9 @@ pub(crate) struct Reserving(Box<Asked>);
 struct Asked {
     waiting: Pin<Box<Timeout<oneshot::Receiver<Option<Reservation>>>>>,
     outage: Arc<Outage>,
-    since: Instant,
 }
 
 impl Reserving {
-    /// When the call began to wait for the answer.
-    pub(crate) fn since(&self) -> Instant {
-        self.0.since
-    }
-
     pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Option<Reservation>> {
         let asked = &mut *self.0;
         Poll::Ready(match ready!(asked.waiting.as_mut().poll(cx)) {
