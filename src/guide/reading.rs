@@ -3,7 +3,7 @@
 //! | header | read as |
 //! |---|---|
 //! | `Retry-After` | delay-seconds; a non-negative decimal (`1.5`) as that duration; an HTTP-date in all three forms (IMF-fixdate, RFC 850, asctime), measured against the response's `Date` |
-//! | `retry-after-ms` | milliseconds; preferred over `Retry-After` when it holds an instruction |
+//! | `retry-after-ms` | milliseconds; preferred over `Retry-After` when it holds an instruction that can be the same one unrounded (short of it by less than the second whole seconds round by; a decimal or a Go duration is not rounded): otherwise the larger |
 //! | `RateLimit-Limit`, `-Remaining`, `-Reset` | IETF drafts 01–06, including the 01–03 policy list `10, 10;w=1, 50;w=60` |
 //! | `RateLimit-Policy` | bare-integer policies (drafts 04–07) and named ones (`"day";q=5000;w=86400`, drafts 08–10) |
 //! | `RateLimit` | the draft 07 dictionary (`limit=, remaining=, reset=`) and the draft 08–10 named list (`"day";r=100;t=36000`), over several field lines |

@@ -13,9 +13,10 @@
 //! - several values (repeated lines or a comma list): the largest, so the client never retries
 //!   before any time the server named.
 //! - `retry-after-ms`, when it holds an instruction, is preferred: it is the same instruction
-//!   without the rounding to whole seconds. One a second or more short of `Retry-After` is not
-//!   that instruction rounded but another, and of instructions that disagree the largest holds
-//!   (`Retry-After: 30` beside `retry-after-ms: 1` is 30 s, not a retry inside the 30 s).
+//!   without the rounding to whole seconds. One a second or more short of a whole-second
+//!   `Retry-After` (or at all short of a decimal or a Go duration, which are not rounded) is
+//!   not that instruction rounded but another, and of instructions that disagree the largest
+//!   holds (`Retry-After: 30` beside `retry-after-ms: 1` is 30 s, not a retry inside the 30 s).
 
 use std::time::Duration;
 
@@ -27,42 +28,44 @@ use super::number::{LONGEST, parse_decimal};
 /// The server's instruction to wait, measured from receipt; `None` if it gave none.
 pub(crate) fn read(fields: &Fields<'_>, clock: &ResponseClock) -> Option<Duration> {
     let millis = largest(fields.lines(Name::RetryAfterMs), |member| {
-        parse_decimal(member).map(|millis| millis.millis())
+        parse_decimal(member).map(|millis| (millis.millis(), Duration::ZERO))
     });
     let seconds = largest(fields.lines(Name::RetryAfter), |member| {
         delay(member, clock)
     });
     match (millis, seconds) {
-        // Within the second `Retry-After` may have been rounded by, the finer reading.
-        (Some(millis), Some(seconds)) if millis.saturating_add(ROUNDING) <= seconds => {
+        // Within what `Retry-After` may have been rounded by, the finer reading.
+        (Some((millis, _)), Some((seconds, rounded))) if millis + rounded <= seconds => {
             Some(seconds)
         }
-        (Some(millis), _) => Some(millis),
-        (None, seconds) => seconds,
+        (Some((millis, _)), _) => Some(millis),
+        (None, seconds) => seconds.map(|(seconds, _)| seconds),
     }
 }
 
-/// How far a whole-second `Retry-After` may lie from the instruction it rounds.
-const ROUNDING: Duration = Duration::from_secs(1);
-
-fn delay(member: &str, clock: &ResponseClock) -> Option<Duration> {
+/// A `Retry-After` and how far it may lie from the instruction it rounds: a second for whole
+/// seconds (delay-seconds, a date), nothing for a decimal or a Go duration, which are exact.
+fn delay(member: &str, clock: &ResponseClock) -> Option<(Duration, Duration)> {
+    const WHOLE_SECONDS: Duration = Duration::from_secs(1);
     match parse_decimal(member) {
-        Some(seconds) => Some(seconds.seconds()),
+        Some(seconds) if member.contains('.') => Some((seconds.seconds(), Duration::ZERO)),
+        Some(seconds) => Some((seconds.seconds(), WHOLE_SECONDS)),
         None => parse_http_date(member)
-            .map(|at| clock.instructed_wait_until(at))
-            .or_else(|| parse_go_duration(member)),
+            .map(|at| (clock.instructed_wait_until(at), WHOLE_SECONDS))
+            .or_else(|| parse_go_duration(member).map(|wait| (wait, Duration::ZERO))),
     }
 }
 
+/// The largest instruction among the members of `lines`, with what `read` says beside it.
 fn largest<'a>(
     lines: impl Iterator<Item = &'a str>,
-    read: impl Fn(&str) -> Option<Duration>,
-) -> Option<Duration> {
+    read: impl Fn(&str) -> Option<(Duration, Duration)>,
+) -> Option<(Duration, Duration)> {
     // Plain loops: the adapters' chain (a flat_map over a from_fn) cost more than the reading.
     let mut largest = None;
     let mut consider = |member: &str| {
-        if let Some(wait) = read(member).filter(|wait| !wait.is_zero()) {
-            largest = largest.max(Some(wait.min(LONGEST)));
+        if let Some((wait, rounded)) = read(member).filter(|(wait, _)| !wait.is_zero()) {
+            largest = largest.max(Some((wait.min(LONGEST), rounded)));
         }
     };
     for line in lines {
@@ -279,6 +282,29 @@ mod tests {
         assert_eq!(dated, secs(60), "a date is an instruction too");
     }
 
+    /// A decimal `Retry-After` and a Go duration are not rounded: `retry-after-ms` short of
+    /// them, by however little, is another instruction, and the larger holds.
+    #[test]
+    fn retry_after_ms_short_of_an_unrounded_retry_after_is_not_preferred() {
+        let decimal = read_pairs(&[("retry-after", "0.9"), ("retry-after-ms", "1")], NOW);
+        assert_eq!(decimal, Some(Duration::from_millis(900)));
+        let half = read_pairs(&[("retry-after", "1.5"), ("retry-after-ms", "600")], NOW);
+        assert_eq!(half, Some(Duration::from_millis(1500)));
+        let go = read_pairs(&[("retry-after", "1m0s"), ("retry-after-ms", "59100")], NOW);
+        assert_eq!(go, secs(60));
+        let finer = read_pairs(&[("retry-after", "1.5"), ("retry-after-ms", "1600")], NOW);
+        assert_eq!(finer, Some(Duration::from_millis(1600)), "the larger");
+        let several = read_pairs(
+            &[("retry-after", "1.5, 2"), ("retry-after-ms", "1200")],
+            NOW,
+        );
+        assert_eq!(
+            several,
+            Some(Duration::from_millis(1200)),
+            "2 s rounds 1.2 s"
+        );
+    }
+
     proptest::proptest! {
         /// A line without a comma is read whole, without `members`: the same as splitting it.
         #[test]
@@ -288,8 +314,8 @@ mod tests {
             let read = |member: &str| delay(member, &clock);
             let split = members(line)
                 .filter_map(read)
-                .filter(|wait| !wait.is_zero())
-                .map(|wait| wait.min(LONGEST))
+                .filter(|(wait, _)| !wait.is_zero())
+                .map(|(wait, rounded)| (wait.min(LONGEST), rounded))
                 .max();
             proptest::prop_assert_eq!(largest(std::iter::once(line), read), split);
         }
