@@ -76,9 +76,6 @@ pub(crate) struct Gate {
     /// The latest end of an instruction the closure holds, its spread not counted: one above
     /// a call's cap is not waited, however little spread it was given.
     instructed: Option<Instant>,
-    /// The latest reset of a window the server itself read spent: while a spent window ending
-    /// by then holds a call (one that respects the quota), it is an instruction too.
-    instructed_spent: Option<Instant>,
 }
 
 impl Gate {
@@ -146,11 +143,11 @@ impl Gate {
         let instructed = self
             .instructed
             .map(|until| until.saturating_duration_since(now));
-        // A spent window that holds the call, as far as the server read it spent.
+        // What the server read spent, while a spent window holds the call.
         let spent = self
             .spent(now, terms)
-            .filter(|(reset, _)| Some(*reset) <= self.instructed_spent)
-            .map(|(reset, _)| reset.saturating_duration_since(now));
+            .and(self.window.server_spent(now))
+            .map(|reset| reset.saturating_duration_since(now));
         self.closed(now, terms).filter(|closed| {
             // An instruction above the cap, which what holds the call holds, is waited by no
             // call, however little spread its closure was given.
@@ -486,20 +483,16 @@ impl Gate {
         let went = admitted.map_or((self.epoch, None), Admission::went);
         let learns = admitted.and_then(|admitted| admitted.learns);
         self.server_clock = ServerClock::tightest(self.server_clock, report.server_clock);
-        // What the server instructed holds every call as far as the closure it set, and the
-        // calls that respect the quota as far as a window it read spent: an instruction that
-        // holds nothing beyond them (a 200's `Retry-After` beside a meter spent for less) is
-        // not one a later closure may be weighed against the cap by. (One past counts for
-        // nothing: only what is left of it is compared.)
+        // What the server instructed holds every call as far as the closure it set (and the
+        // calls that respect the quota as far as a window it read spent: the window keeps
+        // that): an instruction that holds nothing beyond them (a 200's `Retry-After` beside a
+        // meter spent for less) is not one a later closure may be weighed against the cap by.
+        // (One past counts for nothing: only what is left of it is compared.)
         let instructed = report
             .instructed_until
             .zip(report.closed_until)
             .map(|(at, closed)| at.min(closed));
         self.instructed = self.instructed.max(instructed);
-        if report.server_spent {
-            let spent = report.quota.map(|quota| quota.reset_at);
-            self.instructed_spent = self.instructed_spent.max(spent);
-        }
         if let Some(until) = report.closed_until.filter(|until| *until > now) {
             // Where the learned quota goes at once when the instruction ends, that quota bounds
             // what goes then: a spread after it would only idle the key.
@@ -512,8 +505,8 @@ impl Gate {
             self.close_until(until, report.closed_by.unwrap_or(HeldBy::Fleet));
         }
         if let Some(quota) = report.quota.filter(|quota| quota.reset_at > now) {
-            self.window
-                .report(quota, report.limit, report.quota_by, went, now);
+            let by = (report.quota_by, report.server_spent);
+            self.window.report(quota, report.limit, by, went, now);
         }
         if let Some(pace) = report.pace {
             self.reopening.pace(pace);
@@ -783,6 +776,80 @@ mod tests {
         gate.learn(refused, later);
         let closed = gate.closed(later, terms).expect("held by the closure");
         assert_eq!(closed.left, 30 * SECOND + 400 * MS);
+        assert_eq!(gate.beyond(later, 120 * SECOND, terms), None);
+    }
+
+    /// The server read the window spent until 30.2 s (cap 30 s); a store then tells the same
+    /// window spent by the fleet's requests out, its reset read 0.6 s later. The call would
+    /// sleep through the server's whole instruction: turned away still.
+    #[test]
+    fn a_later_reset_a_store_tells_leaves_an_over_cap_spent_window_an_instruction() {
+        let (mut gate, now) = (Gate::new(), Instant::now());
+        let terms = Terms {
+            cap: 30 * SECOND,
+            longest_wait: 31 * SECOND,
+            ..TERMS
+        };
+        let reset = now + 30 * SECOND + 200 * MS;
+        let read = Report {
+            server_spent: true,
+            ..quota(0, reset)
+        };
+        gate.learn(read, now);
+        assert!(gate.beyond(now, 120 * SECOND, terms).is_some());
+        let told = Report {
+            closed_by: Some(HeldBy::Fleet),
+            quota_by: Some(HeldBy::Fleet),
+            ..quota(0, reset + 600 * MS)
+        };
+        gate.learn(told, now);
+        let closed = gate.closed(now, terms).map(|closed| closed.left);
+        assert_eq!(closed, Some(30 * SECOND + 800 * MS), "held the later reset");
+        assert!(
+            gate.beyond(now, 120 * SECOND, terms).is_some(),
+            "slept through it"
+        );
+    }
+
+    /// The server read the window spent until 30.2 s (cap 30 s), then an answer gave room back
+    /// (5 left); a store then tells the window spent by the fleet's requests out. That is no
+    /// instruction: the call may wait for their answers.
+    #[test]
+    fn a_window_the_fleet_spent_after_room_was_given_back_is_no_instruction() {
+        let (mut gate, now) = (Gate::new(), Instant::now());
+        let terms = Terms {
+            cap: 30 * SECOND,
+            longest_wait: 31 * SECOND,
+            ..TERMS
+        };
+        let reset = now + 30 * SECOND + 200 * MS;
+        let read = Report {
+            server_spent: true,
+            ..quota(0, reset)
+        };
+        gate.learn(read, now);
+        let unmetered = gate
+            .arrive_as(now, UNMETERED)
+            .expect("not held by the quota");
+        gate.answered(unmetered, quota(5, reset), now);
+        let later = now + 100 * MS;
+        assert_eq!(
+            gate.beyond(later, 120 * SECOND, terms),
+            None,
+            "room given back"
+        );
+        let told = Report {
+            closed_by: Some(HeldBy::Fleet),
+            quota_by: Some(HeldBy::Fleet),
+            ..quota(0, reset)
+        };
+        gate.learn(told, later);
+        let closed = gate.closed(later, terms).map(|closed| closed.left);
+        assert_eq!(
+            closed,
+            Some(30 * SECOND + 100 * MS),
+            "held by the fleet's zero"
+        );
         assert_eq!(gate.beyond(later, 120 * SECOND, terms), None);
     }
 

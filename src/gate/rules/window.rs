@@ -79,6 +79,12 @@ pub(crate) struct ReportedWindow<T = Instant> {
     /// Which report (counted from 0, modulo 2³²) set the lowest figure known, where one did.
     #[cfg_attr(feature = "redis", serde(default))]
     lowest_by: Option<u32>,
+    /// The latest reset the server itself read the window spent until, while the quota known
+    /// is spent: an instruction to the calls the window holds. (What a shared store tells is
+    /// left may be spent by the fleet's requests out instead; a store's ledger folds only the
+    /// server's readings, and keeps none.)
+    #[cfg_attr(feature = "redis", serde(skip, default = "Option::default"))]
+    server_spent: Option<T>,
 }
 
 /// What is kept to send a window's last request early, where resets are read to the second.
@@ -119,6 +125,7 @@ impl<T> Default for ReportedWindow<T> {
             early: LastEarly::default(),
             taken: 0,
             lowest_by: None,
+            server_spent: None,
         }
     }
 }
@@ -156,12 +163,12 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
 
     /// Takes in a quota reported at `now` by a request let through in `epoch` when `seen`
     /// reports were taken in (`None`: not known), with the whole quota `limit` if the server
-    /// gave it, by the meter `by`.
+    /// gave it, by the meter `by`; `server_spent` where the server itself read it spent.
     pub(crate) fn report(
         &mut self,
         quota: Quota<T>,
         limit: Option<u64>,
-        by: Option<HeldBy>,
+        (by, server_spent): (Option<HeldBy>, bool),
         (epoch, seen): (u64, Option<u32>),
         now: T,
     ) {
@@ -171,10 +178,28 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
         // nor which meter holds it.
         if taken {
             self.early.on_the_second = quota.second.is_some();
-            if quota.is_spent() && self.quota.is_some_and(|known| known.is_spent()) {
+            let spent = self.quota.is_some_and(|known| known.is_spent());
+            if quota.is_spent() && spent {
                 self.by = by;
             }
+            // Room given back (or a window not spent) ends the server's instruction; a
+            // fleet's zero beside it, or a later reset of the same zero, does not.
+            self.server_spent = if !spent {
+                None
+            } else if server_spent && quota.is_spent() {
+                self.server_spent.max(Some(quota.reset_at))
+            } else {
+                self.server_spent
+            };
         }
+    }
+
+    /// The latest reset the server itself read the window spent until, while the quota known
+    /// at `now` is spent.
+    pub(crate) fn server_spent(&self, now: T) -> Option<T> {
+        self.quota(now)
+            .filter(Quota::is_spent)
+            .and(self.server_spent)
     }
 
     /// The window, if it is over at `now`: it is forgotten, and returned for
@@ -409,7 +434,13 @@ mod tests {
         let now = Instant::now();
         let mut window = ReportedWindow::default();
         let held = quota(0, now + 60 * SECOND);
-        window.report(held, None, spent_by(Unit::Requests), (0, None), now);
+        window.report(
+            held,
+            None,
+            (spent_by(Unit::Requests), false),
+            (0, None),
+            now,
+        );
         // Another meter's reports leave the hold and what set it: a longer one with room; a
         // shorter one spent too, written to the second, thrown away beside the longer hold
         // (it says nothing of how this window's resets are written); one of the same window
@@ -423,7 +454,7 @@ mod tests {
             to_the_second,
             quota(3, now + 60 * SECOND),
         ] {
-            window.report(other, None, spent_by(Unit::Tokens), (0, None), now);
+            window.report(other, None, (spent_by(Unit::Tokens), false), (0, None), now);
             assert_eq!(window.quota(now), Some(held), "{other:?}");
             assert_eq!(window.spent_by(), spent_by(Unit::Requests), "{other:?}");
             assert!(
@@ -436,7 +467,7 @@ mod tests {
         open.report(
             quota(5, now + 60 * SECOND),
             None,
-            spent_by(Unit::Requests),
+            (spent_by(Unit::Requests), false),
             (0, None),
             now,
         );
@@ -444,7 +475,7 @@ mod tests {
         open.report(
             quota(0, now + 60 * SECOND),
             None,
-            spent_by(Unit::Tokens),
+            (spent_by(Unit::Tokens), false),
             (0, None),
             now,
         );
@@ -455,11 +486,17 @@ mod tests {
     fn a_spent_window_restores_its_whole_quota_for_as_long_as_it_lasted() {
         let now = Instant::now();
         let mut window = ReportedWindow::default();
-        window.report(quota(3, now + 10 * SECOND), Some(20), None, (0, None), now);
+        window.report(
+            quota(3, now + 10 * SECOND),
+            Some(20),
+            (None, false),
+            (0, None),
+            now,
+        );
         window.report(
             quota(0, now + 10 * SECOND),
             None,
-            None,
+            (None, false),
             (0, None),
             now + SECOND,
         );
@@ -472,7 +509,13 @@ mod tests {
         assert_eq!(window.quota(reset), Some(quota(20, reset + 10 * SECOND)));
         // The next report replaces what the reset restored, where a fold would keep the
         // earlier reset of one window.
-        window.report(quota(19, reset + 11 * SECOND), None, None, (1, None), reset);
+        window.report(
+            quota(19, reset + 11 * SECOND),
+            None,
+            (None, false),
+            (1, None),
+            reset,
+        );
         assert_eq!(window.quota(reset), Some(quota(19, reset + 11 * SECOND)));
     }
 
@@ -481,7 +524,7 @@ mod tests {
         let now = Instant::now();
         for limit in [None, Some(0)] {
             let mut window = ReportedWindow::default();
-            window.report(quota(0, now + SECOND), limit, None, (0, None), now);
+            window.report(quota(0, now + SECOND), limit, (None, false), (0, None), now);
             assert!(window.take_over(now + SECOND).is_some());
             assert!(!window.restore(1, now + SECOND), "{limit:?}");
             assert_eq!(window.quota(now + SECOND), None);
@@ -494,7 +537,13 @@ mod tests {
         let reset = now + 10 * SECOND;
         for remaining in [0, 3, 19] {
             let mut window = ReportedWindow::default();
-            window.report(quota(remaining, reset), Some(20), None, (0, None), now);
+            window.report(
+                quota(remaining, reset),
+                Some(20),
+                (None, false),
+                (0, None),
+                now,
+            );
             assert!(window.take_over(reset).is_some());
             assert!(window.restore(1, reset), "{remaining} left");
             let restored = Some(quota(20, reset + 10 * SECOND));
@@ -516,26 +565,32 @@ mod tests {
         window.report(
             named(19, first + 900 * MS, S),
             Some(20),
-            None,
+            (None, false),
             (0, None),
             now,
         );
         // One second read against a tighter bound of the server's clock, then a looser one:
         // the tightest reading stands.
-        window.report(named(18, first, S), None, None, (0, None), now);
-        window.report(named(17, first + 500 * MS, S), None, None, (0, None), now);
+        window.report(named(18, first, S), None, (None, false), (0, None), now);
+        window.report(
+            named(17, first + 500 * MS, S),
+            None,
+            (None, false),
+            (0, None),
+            now,
+        );
         assert_eq!(window.quota(now), Some(named(17, first, S)));
         // A token bucket spent further names the next second, read against a bound tighter
         // still: less than a second after the first second's reading, yet the reset moved.
         window.report(
             named(15, first + 400 * MS, S + 1),
             None,
-            None,
+            (None, false),
             (0, None),
             now,
         );
         // A straggler naming the second before says nothing of the reset.
-        window.report(named(16, first, S), None, None, (0, None), now);
+        window.report(named(16, first, S), None, (None, false), (0, None), now);
         assert_eq!(window.quota(now), Some(named(15, first + 400 * MS, S + 1)));
         assert_eq!(
             window.take_over(first + 300 * MS),
@@ -544,8 +599,14 @@ mod tests {
         );
         // Countdowns name no second: the earliest is the tightest, a second later or not.
         let mut counted = ReportedWindow::default();
-        counted.report(quota(19, first), Some(20), None, (0, None), now);
-        counted.report(quota(15, first + SECOND), None, None, (0, None), now);
+        counted.report(quota(19, first), Some(20), (None, false), (0, None), now);
+        counted.report(
+            quota(15, first + SECOND),
+            None,
+            (None, false),
+            (0, None),
+            now,
+        );
         assert_eq!(counted.quota(now), Some(quota(15, first)));
     }
 
@@ -553,7 +614,13 @@ mod tests {
     fn a_restored_window_lasts_as_long_as_its_first_report_said_not_from_the_reset() {
         let now = Instant::now();
         let mut window = ReportedWindow::default();
-        window.report(quota(0, now + 4 * SECOND), Some(20), None, (0, None), now);
+        window.report(
+            quota(0, now + 4 * SECOND),
+            Some(20),
+            (None, false),
+            (0, None),
+            now,
+        );
         let reset = now + 4 * SECOND;
         assert!(window.take_over(reset).is_some());
         assert!(window.restore(1, reset));
@@ -563,7 +630,7 @@ mod tests {
         window.report(
             quota(0, answered + 2 * SECOND),
             None,
-            None,
+            (None, false),
             (1, None),
             answered,
         );
@@ -579,20 +646,38 @@ mod tests {
         // A requests meter with 5 of 60 left for 40 s; then a token meter spent for 20 s,
         // which binds and says nothing of how many calls a window holds.
         let mut window = ReportedWindow::default();
-        window.report(quota(5, now + 40 * SECOND), Some(60), None, (0, None), now);
+        window.report(
+            quota(5, now + 40 * SECOND),
+            Some(60),
+            (None, false),
+            (0, None),
+            now,
+        );
         let tokens = spent_by(Unit::Tokens);
-        window.report(quota(0, now + 20 * SECOND), None, tokens, (0, None), now);
+        window.report(
+            quota(0, now + 20 * SECOND),
+            None,
+            (tokens, false),
+            (0, None),
+            now,
+        );
         let reset = now + 20 * SECOND;
         assert!(window.take_over(reset).is_some());
         assert!(!window.restore(1, reset), "not the requests meter's 60");
         // A per-second window of 10, spent; an hourly meter's report with room is thrown
         // away, and with it its 5000: the second's reset gives back the second's 10.
         let mut window = ReportedWindow::default();
-        window.report(quota(0, now + SECOND), Some(10), None, (0, None), now);
+        window.report(
+            quota(0, now + SECOND),
+            Some(10),
+            (None, false),
+            (0, None),
+            now,
+        );
         window.report(
             quota(3, now + 3600 * SECOND),
             Some(5000),
-            None,
+            (None, false),
             (0, None),
             now,
         );
@@ -605,7 +690,13 @@ mod tests {
         // A restored window's first report is the token meter's, of another window: its
         // reset restores nothing.
         let next = now + SECOND + SECOND / 2;
-        window.report(quota(0, now + 30 * SECOND), None, tokens, (1, None), next);
+        window.report(
+            quota(0, now + 30 * SECOND),
+            None,
+            (tokens, false),
+            (1, None),
+            next,
+        );
         assert!(window.take_over(now + 30 * SECOND).is_some());
         assert!(!window.restore(2, now + 30 * SECOND));
     }
@@ -615,13 +706,19 @@ mod tests {
         let now = Instant::now();
         let resets: Vec<Instant> = (1..=4).map(|n| now + n * SECOND).collect();
         let mut window = ReportedWindow::default();
-        window.report(quota(0, resets[0]), Some(20), None, (0, None), now);
+        window.report(quota(0, resets[0]), Some(20), (None, false), (0, None), now);
         assert!(window.take_over(resets[0]).is_some());
         assert!(window.restore(1, resets[0]), "nothing refused yet");
         // A request that went on the 20 restored is refused (a leaky bucket gave back one);
         // the first answer of that window says none is left.
         window.restore_refused();
-        window.report(quota(0, resets[1]), None, None, (1, None), resets[0]);
+        window.report(
+            quota(0, resets[1]),
+            None,
+            (None, false),
+            (1, None),
+            resets[0],
+        );
         assert!(window.take_over(resets[1]).is_some());
         assert!(!window.restore(2, resets[1]), "a restore was refused");
         assert_eq!(
@@ -631,14 +728,26 @@ mod tests {
         );
         // Its answer says none is left: not the whole quota, so the next reset restores
         // nothing either.
-        window.report(quota(0, resets[2]), None, None, (2, None), resets[1]);
+        window.report(
+            quota(0, resets[2]),
+            None,
+            (None, false),
+            (2, None),
+            resets[1],
+        );
         assert!(window.take_over(resets[2]).is_some());
         assert!(
             !window.restore(3, resets[2]),
             "no window opened whole since"
         );
         // A window whose first report holds all but that request opened whole.
-        window.report(quota(19, resets[3]), None, None, (3, None), resets[2]);
+        window.report(
+            quota(19, resets[3]),
+            None,
+            (None, false),
+            (3, None),
+            resets[2],
+        );
         assert!(window.take_over(resets[3]).is_some());
         assert!(window.restore(4, resets[3]), "a window opened whole again");
     }
@@ -654,7 +763,7 @@ mod tests {
                 second: None,
             },
             Some(5),
-            None,
+            (None, false),
             (0, None),
             now,
         );
@@ -675,14 +784,14 @@ mod tests {
     fn a_report_from_before_the_windows_epoch_is_ignored() {
         let now = Instant::now();
         let mut window = ReportedWindow::default();
-        window.report(quota(5, now + SECOND), None, None, (2, None), now);
-        window.report(quota(1, now + SECOND), None, None, (1, None), now);
+        window.report(quota(5, now + SECOND), None, (None, false), (2, None), now);
+        window.report(quota(1, now + SECOND), None, (None, false), (1, None), now);
         assert_eq!(window.quota(now), Some(quota(5, now + SECOND)));
-        window.report(quota(4, now + SECOND), None, None, (2, None), now);
+        window.report(quota(4, now + SECOND), None, (None, false), (2, None), now);
         assert_eq!(window.quota(now), Some(quota(4, now + SECOND)));
         // Let through in a later epoch (after a closure): it replaces what is known.
         let later = quota(10, now + 1500 * MS);
-        window.report(later, None, None, (3, None), now);
+        window.report(later, None, (None, false), (3, None), now);
         assert_eq!(window.quota(now), Some(later));
     }
 
@@ -693,12 +802,18 @@ mod tests {
         let now = Instant::now();
         // A straggler naming the old window's reset changes nothing...
         let mut window = ReportedWindow::default();
-        window.report(quota(0, now + SECOND), Some(5), None, (0, None), now);
+        window.report(
+            quota(0, now + SECOND),
+            Some(5),
+            (None, false),
+            (0, None),
+            now,
+        );
         let reset = now + SECOND;
         assert!(window.take_over(reset).is_some());
         assert!(window.restore(1, reset));
         let answered = reset + 100 * MS;
-        window.report(quota(0, reset), None, None, (0, None), answered);
+        window.report(quota(0, reset), None, (None, false), (0, None), answered);
         assert_eq!(
             window.quota(answered),
             Some(quota(5, reset + SECOND)),
@@ -709,7 +824,7 @@ mod tests {
         window.report(
             quota(0, answered + 58 * SECOND),
             None,
-            None,
+            (None, false),
             (0, None),
             answered,
         );
@@ -724,20 +839,26 @@ mod tests {
     fn a_higher_figure_counted_after_the_lowest_replaces_it_with_its_reset() {
         let now = Instant::now();
         let mut window = ReportedWindow::default();
-        window.report(quota(30, now + SECOND), None, None, (0, Some(0)), now);
+        window.report(
+            quota(30, now + SECOND),
+            None,
+            (None, false),
+            (0, Some(0)),
+            now,
+        );
         // Sent before the lowest figure's report was taken in: it may have been counted
         // before it, so it is a straggler, and the lowest figure and earliest reset stand.
         window.report(
             quota(1, now + 1200 * MS),
             None,
-            None,
+            (None, false),
             (0, Some(0)),
             now + 200 * MS,
         );
         window.report(
             quota(5, now + 1300 * MS),
             None,
-            None,
+            (None, false),
             (0, Some(1)),
             now + 300 * MS,
         );
@@ -745,13 +866,19 @@ mod tests {
         // Sent after it (two reports taken in, the lowest the second): the server gave some
         // back, and its reset moved with what was spent.
         let given_back = quota(4, now + 1400 * MS);
-        window.report(given_back, None, None, (0, Some(2)), now + 400 * MS);
+        window.report(
+            given_back,
+            None,
+            (None, false),
+            (0, Some(2)),
+            now + 400 * MS,
+        );
         assert_eq!(window.quota(now), Some(given_back));
         // A lower figure then is folded as before: the lowest, the earliest reset.
         window.report(
             quota(3, now + 1500 * MS),
             None,
-            None,
+            (None, false),
             (0, Some(2)),
             now + 500 * MS,
         );
@@ -759,13 +886,13 @@ mod tests {
         // Counted after it with the same figure: the server gave back what that request took
         // (a sliding counter fading as fast as it is spent), and the reset moved with it.
         let as_much = quota(3, now + 1700 * MS);
-        window.report(as_much, None, None, (0, Some(5)), now + 700 * MS);
+        window.report(as_much, None, (None, false), (0, Some(5)), now + 700 * MS);
         assert_eq!(window.quota(now), Some(as_much));
         // A report that does not say when its request went (one without a reservation).
         window.report(
             quota(9, now + 1600 * MS),
             None,
-            None,
+            (None, false),
             (0, None),
             now + 600 * MS,
         );
@@ -774,14 +901,14 @@ mod tests {
         window.report(
             quota(0, now + 1500 * MS),
             None,
-            None,
+            (None, false),
             (0, Some(6)),
             now + 800 * MS,
         );
         window.report(
             quota(0, now + 1450 * MS),
             None,
-            None,
+            (None, false),
             (0, Some(8)),
             now + 900 * MS,
         );
@@ -793,14 +920,26 @@ mod tests {
         let now = Instant::now();
         let reset = now + SECOND;
         let mut window = ReportedWindow::default();
-        window.report(quota(3, reset), None, None, (0, Some(0)), now);
+        window.report(quota(3, reset), None, (None, false), (0, Some(0)), now);
         // Two requests go together, after that report. One answers 3: counted after it, as
         // much as it took given back (its reset replaces the known one).
         let later = now + 100 * MS;
-        window.report(quota(3, reset + MS), None, None, (0, Some(1)), later);
+        window.report(
+            quota(3, reset + MS),
+            None,
+            (None, false),
+            (0, Some(1)),
+            later,
+        );
         // The other answers 4: it may have been counted before the first (the server had 4,
         // then 3), so it gives nothing back; 3 stand.
-        window.report(quota(4, reset + 2 * MS), None, None, (0, Some(1)), later);
+        window.report(
+            quota(4, reset + 2 * MS),
+            None,
+            (None, false),
+            (0, Some(1)),
+            later,
+        );
         assert_eq!(window.quota(now).map(|quota| quota.remaining), Some(3));
     }
 
@@ -815,10 +954,22 @@ mod tests {
             taken: u32::MAX,
             ..ReportedWindow::default()
         };
-        window.report(quota(1, now + SECOND), None, None, (0, Some(0)), now);
+        window.report(
+            quota(1, now + SECOND),
+            None,
+            (None, false),
+            (0, Some(0)),
+            now,
+        );
         // Sent once that report was taken in, the count having wrapped to 0 since.
         let given_back = quota(4, now + 1400 * MS);
-        window.report(given_back, None, None, (0, Some(0)), now + 400 * MS);
+        window.report(
+            given_back,
+            None,
+            (None, false),
+            (0, Some(0)),
+            now + 400 * MS,
+        );
         assert_eq!(window.quota(now), Some(given_back));
     }
 
@@ -839,7 +990,7 @@ mod tests {
         window.report(
             to_the_second(19, reset_at),
             Some(20),
-            None,
+            (None, false),
             (0, None),
             opened,
         );
@@ -851,7 +1002,13 @@ mod tests {
     /// `reset_at`, sent at `opened`.
     fn window_of_one(reset_at: Instant, opened: Instant) -> ReportedWindow {
         let mut window = ReportedWindow::default();
-        window.report(to_the_second(0, reset_at), Some(1), None, (0, None), opened);
+        window.report(
+            to_the_second(0, reset_at),
+            Some(1),
+            (None, false),
+            (0, None),
+            opened,
+        );
         window.sending(None, 0, opened);
         window
     }

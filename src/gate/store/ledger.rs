@@ -348,7 +348,8 @@ impl Ledger {
                     self.reported.last_answered(before, quota, sent, now);
                 }
                 let went = (0, reserved.map(|reserved| reserved.seen));
-                self.reported.report(quota, window.limit, None, went, now);
+                self.reported
+                    .report(quota, window.limit, (None, false), went, now);
             }
             None if !self.reported.is_known() => match (tag, closed) {
                 // A guess ends by the law's next reset, where that is sooner, as at a gate.
