@@ -63,8 +63,8 @@ impl CallCost {
 
     /// How long the call waited, at its key's gate and asleep before its retries, all added
     /// up: what it spent of [`max_wait`](crate::RateLimitLayer::max_wait). The time the
-    /// requests themselves took is not in it, nor the time asking a shared store took (see
-    /// [`Gates::with_store`](crate::Gates::with_store)).
+    /// requests themselves took is not in it, nor the time asking a shared store took where it
+    /// let the call go (see [`Gates::with_store`](crate::Gates::with_store)).
     pub fn waited(&self) -> Duration {
         self.waited
     }

@@ -715,6 +715,69 @@ async fn asking_a_silent_store_is_bounded_by_its_deadline_and_spends_no_budget()
     assert_eq!(limiter.log().len(), 1);
 }
 
+/// A store 90 ms away that holds every question 100 ms from when it was asked.
+struct Holding {
+    asks: Arc<AtomicUsize>,
+}
+
+const STORE_TRIP: Duration = Duration::from_millis(90);
+const STORE_HOLD: Duration = Duration::from_millis(100);
+
+impl WindowStore for Holding {
+    fn reserve(&self, _: &Key, _: Respects, now: SystemTime) -> StoreFuture<Reservation> {
+        self.asks.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            tokio::time::sleep(STORE_TRIP).await;
+            Ok(Reservation::NotBefore {
+                until: now + STORE_HOLD,
+                window: Window::default(),
+            })
+        })
+    }
+
+    fn merge(&self, _: &Key, _: Window, _: Option<Ticket>, _: SystemTime) -> StoreFuture<()> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// A store's hold runs from the question: all of it spends the call's budget, the time the
+/// answer took included, so a store that holds every question holds a call no longer than
+/// its `max_wait` (and one question more).
+#[tokio::test(start_paused = true)]
+async fn a_store_that_holds_every_question_spends_the_calls_budget_from_each_question() {
+    let max_wait = SECOND;
+    let asks = Arc::new(AtomicUsize::new(0));
+    let limiter = Limiter::new(Model::ClosedUntil(Instant::now()), Headers::RetryAfter);
+    let store = Holding { asks: asks.clone() };
+    let layer = RateLimitLayer::new()
+        .max_wait(max_wait)
+        .gates(Gates::with_store_deadline(store, SECOND));
+    let request = Request::get("http://api.test/items")
+        .body(String::new())
+        .unwrap();
+    let started = Instant::now();
+    let outcome = layer.layer(limiter.clone()).oneshot(request).await;
+    let held = started.elapsed();
+    let throttled = matches!(&outcome, Err(error) if error.is::<Throttled>());
+    assert!(throttled, "held by the store to the end");
+    assert!(limiter.log().is_empty(), "nothing sent");
+    let asked = asks.load(Ordering::SeqCst);
+    assert!(
+        held <= max_wait + STORE_HOLD,
+        "held {held:?} on a max_wait of {max_wait:?}, asked {asked} times"
+    );
+    let waited = outcome
+        .unwrap_err()
+        .downcast::<Throttled>()
+        .unwrap()
+        .cost()
+        .waited();
+    assert!(
+        waited <= max_wait,
+        "it says it waited {waited:?}, past its max_wait"
+    );
+}
+
 /// A process that flushes its gates before its runtime goes has told the fleet its last
 /// answer: an hour's closure it met holds the next process, which sends nothing. (Unflushed,
 /// the answer's task is dropped with the runtime and the next process is refused again.)

@@ -256,12 +256,11 @@ where
                     }
                 }
                 StateProj::Reserving { reserving, .. } => {
-                    // Asking the store is part of sending, as the request's own time is: it is
-                    // bounded by the store's deadline, and spends nothing of the call's budget.
                     let answer = ready!(reserving.poll(cx));
+                    let asked = reserving.asked();
                     match this.state.as_mut().project_replace(State::Done) {
                         StateOwned::Reserving { pass, body, .. } => {
-                            this.reserved(answer, pass, body)
+                            this.reserved(answer, asked, pass, body)
                         }
                         _ => continue,
                     }
@@ -434,6 +433,7 @@ where
     fn reserved(
         &mut self,
         answer: Option<Reservation>,
+        asked: Instant,
         pass: Pass,
         body: B,
     ) -> Step<S::Future, B, S::Response> {
@@ -441,6 +441,13 @@ where
             return self.proceed(Some(pass), body);
         };
         let now = Instant::now();
+        // Asking the store is part of sending, as the request's own time is (bounded by the
+        // store's deadline), where it lets the call go; a hold runs from the question, and
+        // spends the budget from then, as far as the budget goes.
+        if matches!(answer, Some(Reservation::NotBefore { .. })) {
+            let left = self.budget.time_left(&self.config.settings);
+            self.budget.add_wait(now.duration_since(asked).min(left));
+        }
         let budget = self.budget.time_left(&self.config.settings);
         let (entered, episode) = gate.reserved(answer, pass, now, budget);
         if let Some(episode) = episode {

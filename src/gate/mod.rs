@@ -150,8 +150,9 @@ impl Gates {
     /// `store` (see [`WindowStore`]): a closure or quota one process learns holds the others,
     /// and together they reserve no more of a window than the server reported. A request
     /// waits at most 50 ms for the store's answer; past that it goes by its own process's gate
-    /// alone. That time is part of sending, as the request's own is: it spends nothing of the
-    /// call's [`max_wait`](crate::RateLimitLayer::max_wait).
+    /// alone. Where the store lets the call go, that time is part of sending, as the request's
+    /// own is, and spends nothing of the call's [`max_wait`](crate::RateLimitLayer::max_wait);
+    /// a hold runs from the question, and spends it from then.
     pub fn with_store(store: impl WindowStore) -> Self {
         Gates::with_store_deadline(store, store::shared::DEADLINE)
     }

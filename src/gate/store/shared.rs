@@ -84,6 +84,7 @@ impl Shared {
         Some(Reserving(Box::new(Asked {
             waiting: Box::pin(timeout(self.deadline, waiting)),
             outage: self.outage.clone(),
+            asked: Instant::now(),
         })))
     }
 
@@ -125,9 +126,15 @@ pub(crate) struct Reserving(Box<Asked>);
 struct Asked {
     waiting: Pin<Box<Timeout<oneshot::Receiver<Option<Reservation>>>>>,
     outage: Arc<Outage>,
+    asked: Instant,
 }
 
 impl Reserving {
+    /// When the call asked the store: a hold it answers runs from then.
+    pub(crate) fn asked(&self) -> Instant {
+        self.0.asked
+    }
+
     pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Option<Reservation>> {
         let asked = &mut *self.0;
         Poll::Ready(match ready!(asked.waiting.as_mut().poll(cx)) {
