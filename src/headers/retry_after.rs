@@ -13,10 +13,11 @@
 //! - several values (repeated lines or a comma list): the largest, so the client never retries
 //!   before any time the server named.
 //! - `retry-after-ms`, when it holds an instruction, is preferred: it is the same instruction
-//!   without the rounding to whole seconds. One a second or more short of a whole-second
-//!   `Retry-After` (or at all short of a decimal or a Go duration, which are not rounded) is
-//!   not that instruction rounded but another, and of instructions that disagree the largest
-//!   holds (`Retry-After: 30` beside `retry-after-ms: 1` is 30 s, not a retry inside the 30 s).
+//!   without the rounding to whole seconds. One at or below the least a `Retry-After` member
+//!   can mean (a whole-second one less the second it may have been rounded up by; a decimal
+//!   or a Go duration, not rounded, itself) is not that instruction rounded but another, and
+//!   of instructions that disagree the largest holds (`Retry-After: 30` beside
+//!   `retry-after-ms: 1` is 30 s, not a retry inside the 30 s).
 
 use std::time::Duration;
 
@@ -34,16 +35,14 @@ pub(crate) fn read(fields: &Fields<'_>, clock: &ResponseClock) -> Option<Duratio
         delay(member, clock)
     });
     match (millis, seconds) {
-        // Within what `Retry-After` may have been rounded by, the finer reading.
-        (Some((millis, _)), Some((seconds, rounded))) if millis + rounded <= seconds => {
-            Some(seconds)
-        }
-        (Some((millis, _)), _) => Some(millis),
-        (None, seconds) => seconds.map(|(seconds, _)| seconds),
+        // Short of the least a `Retry-After` can mean: not that instruction unrounded.
+        (Some(millis), Some(seconds)) if millis.most <= seconds.least => Some(seconds.most),
+        (Some(millis), _) => Some(millis.most),
+        (None, seconds) => seconds.map(|seconds| seconds.most),
     }
 }
 
-/// A `Retry-After` and how far it may lie from the instruction it rounds: a second for whole
+/// A `Retry-After` and how far it may lie above the instruction it rounds: a second for whole
 /// seconds (delay-seconds, a date), nothing for a decimal or a Go duration, which are exact.
 fn delay(member: &str, clock: &ResponseClock) -> Option<(Duration, Duration)> {
     const WHOLE_SECONDS: Duration = Duration::from_secs(1);
@@ -56,16 +55,28 @@ fn delay(member: &str, clock: &ResponseClock) -> Option<(Duration, Duration)> {
     }
 }
 
-/// The largest instruction among the members of `lines`, with what `read` says beside it.
+/// What the members of one field say: the largest wait, and the largest of the least each
+/// can mean (its wait, less what it may have been rounded up by).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Said {
+    most: Duration,
+    least: Duration,
+}
+
+/// What the members of `lines` say, each read by `read` as a wait and its rounding.
 fn largest<'a>(
     lines: impl Iterator<Item = &'a str>,
     read: impl Fn(&str) -> Option<(Duration, Duration)>,
-) -> Option<(Duration, Duration)> {
+) -> Option<Said> {
     // Plain loops: the adapters' chain (a flat_map over a from_fn) cost more than the reading.
-    let mut largest = None;
+    let mut said: Option<Said> = None;
     let mut consider = |member: &str| {
         if let Some((wait, rounded)) = read(member).filter(|(wait, _)| !wait.is_zero()) {
-            largest = largest.max(Some((wait.min(LONGEST), rounded)));
+            let (most, least) = (wait.min(LONGEST), wait.saturating_sub(rounded).min(LONGEST));
+            said = Some(said.map_or(Said { most, least }, |said| Said {
+                most: said.most.max(most),
+                least: said.least.max(least),
+            }));
         }
     };
     for line in lines {
@@ -77,7 +88,7 @@ fn largest<'a>(
             consider(line);
         }
     }
-    largest
+    said
 }
 
 #[cfg(test)]
@@ -298,11 +309,41 @@ mod tests {
             &[("retry-after", "1.5, 2"), ("retry-after-ms", "1200")],
             NOW,
         );
-        assert_eq!(
-            several,
-            Some(Duration::from_millis(1200)),
-            "2 s rounds 1.2 s"
+        assert_eq!(several, secs(2), "short of the exact 1.5 s: the larger");
+        let above = read_pairs(
+            &[("retry-after", "1.5, 2"), ("retry-after-ms", "1600")],
+            NOW,
         );
+        assert_eq!(
+            above,
+            Some(Duration::from_millis(1600)),
+            "2 s rounds 1.6 s up"
+        );
+        let mixed = read_pairs(
+            &[("retry-after", "2.5, 3"), ("retry-after-ms", "2100")],
+            NOW,
+        );
+        assert_eq!(mixed, secs(3), "short of the exact 2.5 s");
+    }
+
+    /// Members that name the same wait, one exact and one whole seconds: the exact one says
+    /// the least the instruction can mean.
+    #[test]
+    fn an_exact_member_tied_with_a_whole_second_one_is_not_rounded() {
+        let listed = read_pairs(
+            &[("retry-after", "2, 2.0"), ("retry-after-ms", "1500")],
+            NOW,
+        );
+        assert_eq!(listed, secs(2), "2.0 is exact");
+        let lines = read_pairs(
+            &[
+                ("retry-after", "2s"),
+                ("retry-after", "2"),
+                ("retry-after-ms", "1500"),
+            ],
+            NOW,
+        );
+        assert_eq!(lines, secs(2), "a Go duration is exact");
     }
 
     proptest::proptest! {
@@ -312,11 +353,16 @@ mod tests {
             let line = line.trim_ascii();
             let clock = ResponseClock::read(&Fields::new(&HeaderMap::new()), UNIX_EPOCH);
             let read = |member: &str| delay(member, &clock);
-            let split = members(line)
+            let waits: Vec<_> = members(line)
                 .filter_map(read)
                 .filter(|(wait, _)| !wait.is_zero())
-                .map(|(wait, rounded)| (wait.min(LONGEST), rounded))
+                .collect();
+            let most = waits.iter().map(|(wait, _)| (*wait).min(LONGEST)).max();
+            let least = waits
+                .iter()
+                .map(|(wait, rounded)| wait.saturating_sub(*rounded).min(LONGEST))
                 .max();
+            let split = most.zip(least).map(|(most, least)| Said { most, least });
             proptest::prop_assert_eq!(largest(std::iter::once(line), read), split);
         }
     }
