@@ -853,6 +853,41 @@ mod tests {
         assert_eq!(gate.beyond(later, 120 * SECOND, terms), None);
     }
 
+    /// A store tells a window spent by the fleet until 40 s; this process then reads the
+    /// server's own zero until 30.2 s (cap 30 s), which the fold throws away beside the longer
+    /// zero. The call would sleep 40 s through the server's instruction: turned away, in
+    /// either order of the two readings.
+    #[test]
+    fn a_server_zero_read_beside_a_longer_fleet_zero_is_an_instruction_in_either_order() {
+        let terms = Terms {
+            cap: 30 * SECOND,
+            longest_wait: 45 * SECOND,
+            ..TERMS
+        };
+        let now = Instant::now();
+        let told = Report {
+            closed_by: Some(HeldBy::Fleet),
+            quota_by: Some(HeldBy::Fleet),
+            ..quota(0, now + 40 * SECOND)
+        };
+        let read = Report {
+            server_spent: true,
+            ..quota(0, now + 30 * SECOND + 200 * MS)
+        };
+        let mut server_first = Gate::new();
+        let unmetered = server_first.arrive_as(now, UNMETERED).expect("first call");
+        server_first.answered(unmetered, read, now);
+        server_first.learn(told, now);
+        assert!(server_first.beyond(now, 120 * SECOND, terms).is_some());
+        let mut store_first = Gate::new();
+        store_first.learn(told, now);
+        assert_eq!(store_first.beyond(now, 120 * SECOND, terms), None, "waited");
+        let unmetered = store_first.arrive_as(now, UNMETERED).expect("not held");
+        store_first.answered(unmetered, read, now);
+        assert_eq!(store_first.closed_for(now, terms), Some(40 * SECOND));
+        assert!(store_first.beyond(now, 120 * SECOND, terms).is_some());
+    }
+
     #[test]
     fn a_token_cost_waits_a_reset_within_its_cap_and_budget_and_no_later() {
         let now = Instant::now();

@@ -174,23 +174,22 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
     ) {
         let taken = self.fold_in(quota, limit, epoch, seen, now);
         self.taken = self.taken.wrapping_add(1);
+        let spent = self.quota.is_some_and(|known| known.is_spent());
         // A report thrown away says nothing of the window: neither how its reset is written
         // nor which meter holds it.
         if taken {
             self.early.on_the_second = quota.second.is_some();
-            let spent = self.quota.is_some_and(|known| known.is_spent());
             if quota.is_spent() && spent {
                 self.by = by;
             }
-            // Room given back (or a window not spent) ends the server's instruction; a
-            // fleet's zero beside it, or a later reset of the same zero, does not.
-            self.server_spent = if !spent {
-                None
-            } else if server_spent && quota.is_spent() {
-                self.server_spent.max(Some(quota.reset_at))
-            } else {
-                self.server_spent
-            };
+        }
+        // The server's own zero is its instruction while the window stays spent, thrown away
+        // or not (beside a window spent longer: another meter, or a fleet's zero); room given
+        // back ends it, and a fleet's zero beside it does not.
+        if !spent {
+            self.server_spent = None;
+        } else if server_spent && quota.is_spent() {
+            self.server_spent = self.server_spent.max(Some(quota.reset_at));
         }
     }
 
