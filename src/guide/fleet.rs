@@ -40,7 +40,9 @@
 //!   call waits for it at most the gates' deadline (50 ms; `Gates::with_store_deadline`). Past
 //!   it, or while Redis is down, the call goes by its own process's gates alone; the outage is
 //!   logged once (a `warn` event), Redis is tried once a second, and rejoined when it answers.
-//!   Nothing it missed can bring a gate forward.
+//!   Nothing it missed can bring a gate forward. An answer that lets the call go is part of
+//!   sending, as the request's own time is, and spends nothing of its `max_wait`; a hold runs
+//!   from the question, and spends it from then.
 //! - **A process flushes its gates before it exits.** What a call tells the store is written
 //!   by a task on the runtime the call ran on: a process that drops its runtime the moment its
 //!   last call returns may drop what it still owed the store, and the fleet counts those
