@@ -888,6 +888,71 @@ mod tests {
         assert!(store_first.beyond(now, 120 * SECOND, terms).is_some());
     }
 
+    /// The server read its window spent until 30.2 s (cap 30 s) beside a store's fleet zero
+    /// until 40 s; an answer to a request sent after that zero then gives room back on the
+    /// server's window (5 left, the same reset): the server's zero is over, and the call
+    /// waits the fleet's zero (within its budget), in either order of the two zeros. An
+    /// answer to a request sent before the zero was read says nothing of it.
+    #[test]
+    fn room_given_back_beside_a_longer_fleet_zero_ends_the_server_zero() {
+        let terms = Terms {
+            cap: 30 * SECOND,
+            longest_wait: 45 * SECOND,
+            ..TERMS
+        };
+        let now = Instant::now();
+        let reset = now + 30 * SECOND + 200 * MS;
+        let told = Report {
+            closed_by: Some(HeldBy::Fleet),
+            quota_by: Some(HeldBy::Fleet),
+            ..quota(0, now + 40 * SECOND)
+        };
+        let read = Report {
+            server_spent: true,
+            ..quota(0, reset)
+        };
+        let later = now + 100 * MS;
+        for store_first in [true, false] {
+            let mut gate = Gate::new();
+            if store_first {
+                gate.learn(told, now);
+            }
+            let straggler = gate.arrive_as(now, UNMETERED).expect("not held");
+            let first = gate.arrive_as(now, UNMETERED).expect("not held");
+            gate.answered(first, read, now);
+            if !store_first {
+                gate.learn(told, now);
+            }
+            assert!(
+                gate.beyond(now, 120 * SECOND, terms).is_some(),
+                "the server's zero"
+            );
+            gate.answered(straggler, quota(5, reset), now);
+            assert!(
+                gate.beyond(now, 120 * SECOND, terms).is_some(),
+                "sent before the zero: {store_first}"
+            );
+            // Sent between two readings of the zero: the later one stands.
+            let between = gate.arrive_as(now, UNMETERED).expect("not held");
+            let again = gate.arrive_as(now, UNMETERED).expect("not held");
+            gate.answered(again, read, now);
+            gate.answered(between, quota(5, reset), now);
+            assert!(
+                gate.beyond(now, 120 * SECOND, terms).is_some(),
+                "read again"
+            );
+            let second = gate.arrive_as(later, UNMETERED).expect("not held");
+            gate.answered(second, quota(5, reset), later);
+            let held = gate.closed_for(later, terms);
+            assert_eq!(held, Some(39 * SECOND + 900 * MS), "the fleet's zero holds");
+            assert_eq!(
+                gate.beyond(later, 120 * SECOND, terms),
+                None,
+                "{store_first}"
+            );
+        }
+    }
+
     #[test]
     fn a_token_cost_waits_a_reset_within_its_cap_and_budget_and_no_later() {
         let now = Instant::now();

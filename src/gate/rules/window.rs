@@ -80,11 +80,12 @@ pub(crate) struct ReportedWindow<T = Instant> {
     #[cfg_attr(feature = "redis", serde(default))]
     lowest_by: Option<u32>,
     /// The latest reset the server itself read the window spent until, while the quota known
-    /// is spent: an instruction to the calls the window holds. (What a shared store tells is
-    /// left may be spent by the fleet's requests out instead; a store's ledger folds only the
-    /// server's readings, and keeps none.)
+    /// is spent, and which report (counted as `taken`) said so last: an instruction to the
+    /// calls the window holds. (What a shared store tells is left may be spent by the fleet's
+    /// requests out instead; a store's ledger folds only the server's readings, and keeps
+    /// none.)
     #[cfg_attr(feature = "redis", serde(skip, default = "Option::default"))]
-    server_spent: Option<T>,
+    server_spent: Option<(T, u32)>,
 }
 
 /// What is kept to send a window's last request early, where resets are read to the second.
@@ -172,6 +173,7 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
         (epoch, seen): (u64, Option<u32>),
         now: T,
     ) {
+        let this = self.taken;
         let taken = self.fold_in(quota, limit, epoch, seen, now);
         self.taken = self.taken.wrapping_add(1);
         let spent = self.quota.is_some_and(|known| known.is_spent());
@@ -184,12 +186,20 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
             }
         }
         // The server's own zero is its instruction while the window stays spent, thrown away
-        // or not (beside a window spent longer: another meter, or a fleet's zero); room given
-        // back ends it, and a fleet's zero beside it does not.
-        if !spent {
+        // or not (beside a window spent longer: another meter, or a fleet's zero); room the
+        // server gave back on its window (to a request that went after the zero was taken
+        // in) ends it, and a fleet's zero beside it does not.
+        let given_back = quota.remaining > 0
+            && self.server_spent.is_some_and(|(reset, by)| {
+                seen.is_some_and(|seen| went_after(seen, by)) && same_window(reset, quota.reset_at)
+            });
+        if !spent || given_back {
             self.server_spent = None;
         } else if server_spent && quota.is_spent() {
-            self.server_spent = self.server_spent.max(Some(quota.reset_at));
+            let reset = self
+                .server_spent
+                .map_or(quota.reset_at, |(at, _)| at.max(quota.reset_at));
+            self.server_spent = Some((reset, this));
         }
     }
 
@@ -199,6 +209,7 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
         self.quota(now)
             .filter(Quota::is_spent)
             .and(self.server_spent)
+            .map(|(reset, _)| reset)
     }
 
     /// The window, if it is over at `now`: it is forgotten, and returned for
