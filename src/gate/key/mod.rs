@@ -953,6 +953,53 @@ mod tests {
         }
     }
 
+    /// A request out before a closure (a new epoch) comes back with the server's zero until
+    /// 50 s; the fold throws it away beside the window a store told spent until 10 s, so
+    /// nothing holds calls for it, and at 10 s a call goes. That zero is no instruction
+    /// afterwards either: a fleet's zero until 70 s, which the call may wait (60 s within its
+    /// 60 s), holds it.
+    #[test]
+    fn a_zero_the_window_known_holds_no_calls_for_is_no_instruction_later() {
+        let terms = Terms {
+            cap: 30 * SECOND,
+            longest_wait: 60 * SECOND,
+            ..TERMS
+        };
+        let now = Instant::now();
+        let mut gate = Gate::new();
+        let straggler = gate.arrive_as(now, UNMETERED).expect("not held");
+        let closure = Report {
+            closed_until: Some(now + SECOND),
+            closed_by: Some(HeldBy::Fleet),
+            instructed_until: Some(now + SECOND),
+            ..Report::default()
+        };
+        gate.learn(closure, now);
+        let fleet = |reset| Report {
+            closed_by: Some(HeldBy::Fleet),
+            quota_by: Some(HeldBy::Fleet),
+            ..quota(0, reset)
+        };
+        gate.learn(fleet(now + 10 * SECOND), now);
+        let read = Report {
+            server_spent: true,
+            ..quota(0, now + 50 * SECOND)
+        };
+        gate.answered(straggler, read, now);
+        assert_eq!(
+            gate.closed_for(now, terms),
+            Some(10 * SECOND),
+            "thrown away"
+        );
+        let reset = now + 10 * SECOND;
+        let _went = gate
+            .arrive_as(reset, terms)
+            .expect("the 50 s zero holds nothing");
+        gate.learn(fleet(now + 70 * SECOND), reset);
+        assert_eq!(gate.closed_for(reset, terms), Some(60 * SECOND));
+        assert_eq!(gate.beyond(reset, 120 * SECOND, terms), None);
+    }
+
     #[test]
     fn a_token_cost_waits_a_reset_within_its_cap_and_budget_and_no_later() {
         let now = Instant::now();

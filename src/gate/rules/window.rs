@@ -176,26 +176,30 @@ impl<T: Moment + std::ops::Add<Duration, Output = T>> ReportedWindow<T> {
         let this = self.taken;
         let taken = self.fold_in(quota, limit, epoch, seen, now);
         self.taken = self.taken.wrapping_add(1);
-        let spent = self.quota.is_some_and(|known| known.is_spent());
+        let spent = self
+            .quota
+            .filter(Quota::is_spent)
+            .map(|known| known.reset_at);
         // A report thrown away says nothing of the window: neither how its reset is written
         // nor which meter holds it.
         if taken {
             self.early.on_the_second = quota.second.is_some();
-            if quota.is_spent() && spent {
+            if quota.is_spent() && spent.is_some() {
                 self.by = by;
             }
         }
-        // The server's own zero is its instruction while the window stays spent, thrown away
-        // or not (beside a window spent longer: another meter, or a fleet's zero); room the
-        // server gave back on its window (to a request that went after the zero was taken
-        // in) ends it, and a fleet's zero beside it does not.
+        // The server's own zero is its instruction while the window stays spent as long as it
+        // or longer, thrown away or not (beside a window spent longer: another meter, or a
+        // fleet's zero; one the window known does not hold calls for, a straggler of an epoch
+        // gone, is none); room the server gave back on its window (to a request that went
+        // after the zero was taken in) ends it, and a fleet's zero beside it does not.
         let given_back = quota.remaining > 0
             && self.server_spent.is_some_and(|(reset, by)| {
                 seen.is_some_and(|seen| went_after(seen, by)) && same_window(reset, quota.reset_at)
             });
-        if !spent || given_back {
+        if spent.is_none() || given_back {
             self.server_spent = None;
-        } else if server_spent && quota.is_spent() {
+        } else if server_spent && quota.is_spent() && spent >= Some(quota.reset_at) {
             let reset = self
                 .server_spent
                 .map_or(quota.reset_at, |(at, _)| at.max(quota.reset_at));
