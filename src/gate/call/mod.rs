@@ -935,6 +935,33 @@ mod tests {
         }
     }
 
+    /// A layer with `cap` that does not respect quotas (nor learns, nor ramps up).
+    fn unmetered(cap: Duration) -> Settings {
+        Settings {
+            retry_after_cap: cap,
+            respect_remaining: false,
+            slow_start: false,
+            learn_limits: false,
+            ..Settings::default()
+        }
+    }
+
+    /// What a call with `settings` and 120 s of budget meets on a fresh key, once the store has
+    /// told the window `told` makes on the gates' clocks.
+    fn entered_when_told(
+        settings: &Settings,
+        told: impl FnOnce(&crate::gate::time::Anchor) -> Window,
+    ) -> Entered {
+        let (gates, key, now) = (Gates::default(), Key::named("api"), Instant::now());
+        let clocks = gates.registry.clocks();
+        gates
+            .registry
+            .learn(&key, told(&clocks).to_report(&clocks), now);
+        gates
+            .call(key, None, settings)
+            .enter(now, Duration::from_secs(120), "/")
+    }
+
     /// With `respect_remaining(false)` (cap 30 s): the store tells a closure another process's
     /// 429 named for 30.2 s, and beside it, or not, a window the server spent until 40 s. The
     /// closure alone holds the call, and its instruction is over the cap: turned away either
@@ -943,27 +970,15 @@ mod tests {
     fn an_over_cap_closure_told_beside_a_later_spent_window_turns_an_unmetered_call_away() {
         const SECOND: Duration = Duration::from_secs(1);
         const MS: Duration = Duration::from_millis(1);
-        let settings = Settings {
-            retry_after_cap: 30 * SECOND,
-            respect_remaining: false,
-            slow_start: false,
-            learn_limits: false,
-            ..Settings::default()
-        };
-        let (key, now, budget) = (Key::named("api"), Instant::now(), 120 * SECOND);
+        let settings = unmetered(30 * SECOND);
+        let now = Instant::now();
         let enter = |spent: bool| {
-            let gates = Gates::default();
-            let clocks = gates.registry.clocks();
-            let told = Window {
+            entered_when_told(&settings, |clocks| Window {
                 closed_until: Some(clocks.wall(now + 30 * SECOND + 200 * MS)),
                 quota: spent.then(|| (0, clocks.wall(now + 40 * SECOND))),
                 spent_by_server: spent,
                 ..Window::default()
-            };
-            gates.registry.learn(&key, told.to_report(&clocks), now);
-            gates
-                .call(key.clone(), None, &settings)
-                .enter(now, budget, "/")
+            })
         };
         assert!(
             matches!(enter(false), Entered::Throttled(_)),
@@ -982,28 +997,16 @@ mod tests {
     fn a_spent_window_within_a_guessed_closure_does_not_turn_away_an_unmetered_call() {
         const SECOND: Duration = Duration::from_secs(1);
         const MS: Duration = Duration::from_millis(1);
-        let settings = Settings {
-            retry_after_cap: 10 * SECOND,
-            respect_remaining: false,
-            slow_start: false,
-            learn_limits: false,
-            ..Settings::default()
-        };
-        let (key, now, budget) = (Key::named("api"), Instant::now(), 120 * SECOND);
+        let settings = unmetered(10 * SECOND);
+        let now = Instant::now();
         let enter = |spent: bool| {
-            let gates = Gates::default();
-            let clocks = gates.registry.clocks();
-            let told = Window {
+            entered_when_told(&settings, |clocks| Window {
                 closed_until: Some(clocks.wall(now + 10 * SECOND + 600 * MS)),
                 guessed: true,
                 quota: spent.then(|| (0, clocks.wall(now + 10 * SECOND + 200 * MS))),
                 spent_by_server: spent,
                 ..Window::default()
-            };
-            gates.registry.learn(&key, told.to_report(&clocks), now);
-            gates
-                .call(key.clone(), None, &settings)
-                .enter(now, budget, "/")
+            })
         };
         assert!(
             matches!(enter(false), Entered::Queued(_)),
@@ -1025,13 +1028,7 @@ mod tests {
     fn a_call_that_does_not_respect_quotas_is_not_turned_away_by_a_spent_window_told() {
         const SECOND: Duration = Duration::from_secs(1);
         const MS: Duration = Duration::from_millis(1);
-        let settings = Settings {
-            retry_after_cap: 30 * SECOND,
-            respect_remaining: false,
-            slow_start: false,
-            learn_limits: false,
-            ..Settings::default()
-        };
+        let settings = unmetered(30 * SECOND);
         let (gates, key, now) = (Gates::default(), Key::named("api"), Instant::now());
         let status = http::StatusCode::TOO_MANY_REQUESTS;
         let own = Report {

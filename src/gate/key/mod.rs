@@ -737,22 +737,41 @@ mod tests {
         assert_eq!(gate.beyond(now, 6 * SECOND, terms), None);
     }
 
+    /// Terms with a cap of 30 s and the longest wait `longest_wait`.
+    fn terms_capped_at_30_s(longest_wait: Duration) -> Terms {
+        Terms {
+            cap: 30 * SECOND,
+            longest_wait,
+            ..TERMS
+        }
+    }
+
+    /// The server's own reading of a window spent until `reset`.
+    fn server_zero(reset: Instant) -> Report {
+        Report {
+            server_spent: true,
+            ..quota(0, reset)
+        }
+    }
+
+    /// A store's window spent until `reset` by the fleet's requests out.
+    fn fleet_zero(reset: Instant) -> Report {
+        Report {
+            closed_by: Some(HeldBy::Fleet),
+            quota_by: Some(HeldBy::Fleet),
+            ..quota(0, reset)
+        }
+    }
+
     /// A window the server read spent until 31.2 s (cap 30 s) is given room back by an answer
     /// (5 left, the same reset): it holds nothing now, and is no instruction beside a later
     /// 429 whose 29.5 s, within the cap, holds the call (its closure ends 30.4 s on).
     #[test]
     fn a_spent_window_given_back_is_no_instruction_beside_a_later_closure() {
         let (mut gate, now) = (Gate::new(), Instant::now());
-        let terms = Terms {
-            cap: 30 * SECOND,
-            longest_wait: 31 * SECOND,
-            ..TERMS
-        };
+        let terms = terms_capped_at_30_s(31 * SECOND);
         let reset = now + 31 * SECOND + 200 * MS;
-        let read = Report {
-            server_spent: true,
-            ..quota(0, reset)
-        };
+        let read = server_zero(reset);
         gate.learn(read, now);
         assert!(
             gate.beyond(now, 120 * SECOND, terms).is_some(),
@@ -785,23 +804,12 @@ mod tests {
     #[test]
     fn a_later_reset_a_store_tells_leaves_an_over_cap_spent_window_an_instruction() {
         let (mut gate, now) = (Gate::new(), Instant::now());
-        let terms = Terms {
-            cap: 30 * SECOND,
-            longest_wait: 31 * SECOND,
-            ..TERMS
-        };
+        let terms = terms_capped_at_30_s(31 * SECOND);
         let reset = now + 30 * SECOND + 200 * MS;
-        let read = Report {
-            server_spent: true,
-            ..quota(0, reset)
-        };
+        let read = server_zero(reset);
         gate.learn(read, now);
         assert!(gate.beyond(now, 120 * SECOND, terms).is_some());
-        let told = Report {
-            closed_by: Some(HeldBy::Fleet),
-            quota_by: Some(HeldBy::Fleet),
-            ..quota(0, reset + 600 * MS)
-        };
+        let told = fleet_zero(reset + 600 * MS);
         gate.learn(told, now);
         let closed = gate.closed(now, terms).map(|closed| closed.left);
         assert_eq!(closed, Some(30 * SECOND + 800 * MS), "held the later reset");
@@ -817,16 +825,9 @@ mod tests {
     #[test]
     fn a_window_the_fleet_spent_after_room_was_given_back_is_no_instruction() {
         let (mut gate, now) = (Gate::new(), Instant::now());
-        let terms = Terms {
-            cap: 30 * SECOND,
-            longest_wait: 31 * SECOND,
-            ..TERMS
-        };
+        let terms = terms_capped_at_30_s(31 * SECOND);
         let reset = now + 30 * SECOND + 200 * MS;
-        let read = Report {
-            server_spent: true,
-            ..quota(0, reset)
-        };
+        let read = server_zero(reset);
         gate.learn(read, now);
         let unmetered = gate
             .arrive_as(now, UNMETERED)
@@ -838,11 +839,7 @@ mod tests {
             None,
             "room given back"
         );
-        let told = Report {
-            closed_by: Some(HeldBy::Fleet),
-            quota_by: Some(HeldBy::Fleet),
-            ..quota(0, reset)
-        };
+        let told = fleet_zero(reset);
         gate.learn(told, later);
         let closed = gate.closed(later, terms).map(|closed| closed.left);
         assert_eq!(
@@ -859,21 +856,10 @@ mod tests {
     /// either order of the two readings.
     #[test]
     fn a_server_zero_read_beside_a_longer_fleet_zero_is_an_instruction_in_either_order() {
-        let terms = Terms {
-            cap: 30 * SECOND,
-            longest_wait: 45 * SECOND,
-            ..TERMS
-        };
+        let terms = terms_capped_at_30_s(45 * SECOND);
         let now = Instant::now();
-        let told = Report {
-            closed_by: Some(HeldBy::Fleet),
-            quota_by: Some(HeldBy::Fleet),
-            ..quota(0, now + 40 * SECOND)
-        };
-        let read = Report {
-            server_spent: true,
-            ..quota(0, now + 30 * SECOND + 200 * MS)
-        };
+        let told = fleet_zero(now + 40 * SECOND);
+        let read = server_zero(now + 30 * SECOND + 200 * MS);
         let mut server_first = Gate::new();
         let unmetered = server_first.arrive_as(now, UNMETERED).expect("first call");
         server_first.answered(unmetered, read, now);
@@ -895,22 +881,11 @@ mod tests {
     /// answer to a request sent before the zero was read says nothing of it.
     #[test]
     fn room_given_back_beside_a_longer_fleet_zero_ends_the_server_zero() {
-        let terms = Terms {
-            cap: 30 * SECOND,
-            longest_wait: 45 * SECOND,
-            ..TERMS
-        };
+        let terms = terms_capped_at_30_s(45 * SECOND);
         let now = Instant::now();
         let reset = now + 30 * SECOND + 200 * MS;
-        let told = Report {
-            closed_by: Some(HeldBy::Fleet),
-            quota_by: Some(HeldBy::Fleet),
-            ..quota(0, now + 40 * SECOND)
-        };
-        let read = Report {
-            server_spent: true,
-            ..quota(0, reset)
-        };
+        let told = fleet_zero(now + 40 * SECOND);
+        let read = server_zero(reset);
         let later = now + 100 * MS;
         for store_first in [true, false] {
             let mut gate = Gate::new();
@@ -960,11 +935,7 @@ mod tests {
     /// 60 s), holds it.
     #[test]
     fn a_zero_the_window_known_holds_no_calls_for_is_no_instruction_later() {
-        let terms = Terms {
-            cap: 30 * SECOND,
-            longest_wait: 60 * SECOND,
-            ..TERMS
-        };
+        let terms = terms_capped_at_30_s(60 * SECOND);
         let now = Instant::now();
         let mut gate = Gate::new();
         let straggler = gate.arrive_as(now, UNMETERED).expect("not held");
@@ -975,16 +946,8 @@ mod tests {
             ..Report::default()
         };
         gate.learn(closure, now);
-        let fleet = |reset| Report {
-            closed_by: Some(HeldBy::Fleet),
-            quota_by: Some(HeldBy::Fleet),
-            ..quota(0, reset)
-        };
-        gate.learn(fleet(now + 10 * SECOND), now);
-        let read = Report {
-            server_spent: true,
-            ..quota(0, now + 50 * SECOND)
-        };
+        gate.learn(fleet_zero(now + 10 * SECOND), now);
+        let read = server_zero(now + 50 * SECOND);
         gate.answered(straggler, read, now);
         assert_eq!(
             gate.closed_for(now, terms),
@@ -995,7 +958,7 @@ mod tests {
         let _went = gate
             .arrive_as(reset, terms)
             .expect("the 50 s zero holds nothing");
-        gate.learn(fleet(now + 70 * SECOND), reset);
+        gate.learn(fleet_zero(now + 70 * SECOND), reset);
         assert_eq!(gate.closed_for(reset, terms), Some(60 * SECOND));
         assert_eq!(gate.beyond(reset, 120 * SECOND, terms), None);
     }
