@@ -19,7 +19,8 @@
 //!  --headers draft-8|draft-6|x-ratelimit|x-ratelimit-epoch|retry-after|none
 //!  --round-trip 20-80 [--matrix] [--all-clients]`; `--matrix` runs every header style and
 //! prints one row each; `--all-clients` adds the layer's variants (`slow_start(false)`,
-//! `learn_limits(false)`) to the plain client and the layer's defaults.
+//! `learn_limits(false)`) and a plain client that pauses every worker on a `Retry-After` (as
+//! the layer does) to the plain client and the layer's defaults.
 
 #[path = "simulate/limiter.rs"]
 mod limiter;
@@ -124,7 +125,8 @@ async fn run(
         args.window,
         wall_clock(),
     )
-    .holding((args.round_trip.0 + args.round_trip.1) / 4);
+    .holding((args.round_trip.0 + args.round_trip.1) / 4)
+    .phases(args.phase);
     let limiter = Arc::new(Mutex::new(limiter));
     let address = serve(limiter.clone(), *args).await?;
     let progress = ProgressBar::new(args.requests as u64).with_style(

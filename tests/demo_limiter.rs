@@ -313,7 +313,7 @@ fn a_sliding_counters_retry_after_is_when_the_estimate_falls_below_the_limit() {
 }
 
 #[test]
-fn a_limit_that_changes_is_a_quarter_after_five_windows_and_twice_after_ten() {
+fn a_limit_that_changes_is_a_quarter_after_five_windows_and_twice_after_ten_unless_told() {
     let mut limiter = Limiter::new(
         Algorithm::Changing,
         Headers::RetryAfter,
@@ -329,6 +329,22 @@ fn a_limit_that_changes_is_a_quarter_after_five_windows_and_twice_after_ten() {
         .map(|window| accepted_in(&mut limiter, window))
         .collect();
     assert_eq!(counts, [8, 8, 8, 8, 8, 2, 2, 2, 2, 2, 16, 16]);
+    let mut longer = Limiter::new(
+        Algorithm::Changing,
+        Headers::RetryAfter,
+        8,
+        Duration::from_secs(1),
+        at(1_000_000),
+    )
+    .phases(2);
+    let counts: Vec<usize> = (0..6)
+        .map(|window| accepted_in(&mut longer, window))
+        .collect();
+    assert_eq!(
+        counts,
+        [8, 8, 2, 2, 16, 16],
+        "each limit for the windows it is told"
+    );
 }
 
 /// A server whose limit changes says so: each window's meters give the limit in force then,

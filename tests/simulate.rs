@@ -27,6 +27,12 @@ use tokio::time::Instant;
 use tower::ServiceExt;
 use workload::{Args, Measured, Outcome};
 
+/// Where the client `name` stands in `workload::CLIENTS`, and so in each run's outcomes.
+fn client(name: &str) -> usize {
+    let names = workload::CLIENTS.map(|(name, _)| name);
+    names.iter().position(|known| *known == name).expect(name)
+}
+
 /// The default workload (50 workers, 400 requests) at a limit of 20 per 1 s: more workers than
 /// a window admits, as in BENCHMARKS.md's `--limit 20` tables.
 fn fifty_workers_on_a_limit_of_twenty() -> Args {
@@ -111,8 +117,8 @@ fn the_layer_under_meters_is_refused_only_at_a_cold_start_without_the_slow_start
     ] {
         let rows = sim::runs(&args, 7);
         let (_, outcomes) = &rows[0];
-        let plain = &outcomes[0];
-        let without_slow_start = &outcomes[1];
+        let plain = &outcomes[client("plain, sleeps each Retry-After")];
+        let without_slow_start = &outcomes[client("RateLimitLayer, slow_start(false)")];
         let layer = outcomes.last().unwrap();
         assert_eq!(layer.refused(), 0, "{}", args.describe());
         assert!(
@@ -140,8 +146,8 @@ fn without_meters_the_learned_limit_keeps_the_layer_off_the_wall() {
             };
             let rows = sim::runs(&args, 7);
             let (_, outcomes) = &rows[0];
-            let plain = outcomes[0].refused();
-            let unlearned = outcomes[2].refused();
+            let plain = outcomes[client("plain, sleeps each Retry-After")].refused();
+            let unlearned = outcomes[client("RateLimitLayer, learn_limits(false)")].refused();
             let layer = outcomes.last().unwrap().refused();
             let described = args.describe();
             assert!(
@@ -155,7 +161,8 @@ fn without_meters_the_learned_limit_keeps_the_layer_off_the_wall() {
 
 /// One run of the plain client and of the layer's defaults on `args` with `seed`.
 fn plain_and_layer(args: &Args, seed: u64) -> (workload::Outcome, workload::Outcome) {
-    let (plain, defaults) = (workload::CLIENTS[0], workload::CLIENTS[3]);
+    let plain = workload::CLIENTS[client("plain, sleeps each Retry-After")];
+    let defaults = workload::CLIENTS[client("RateLimitLayer, defaults")];
     (
         sim::run(args, args.headers, plain, seed),
         sim::run(args, args.headers, defaults, seed),
@@ -255,7 +262,7 @@ fn a_reset_written_to_the_second_costs_close_to_its_window_not_a_second_more() {
 /// The defaults on `args`, over seeds 1–10: never refused, and within `bound` × the physical
 /// limit on every seed.
 fn never_refused_and_within(args: &Args, bound: f64) {
-    let defaults = workload::CLIENTS[3];
+    let defaults = workload::CLIENTS[client("RateLimitLayer, defaults")];
     for seed in 1..=10 {
         let layer = sim::run(args, args.headers, defaults, seed);
         let described = args.describe();
@@ -421,4 +428,63 @@ fn the_in_flight_round_is_the_hold_the_network_really_takes() {
             "the server holds a request {mean_hold:?} on average; a round is {round:?}"
         );
     });
+}
+
+/// The plain client that honours a `Retry-After` as DESIGN asks of the layer: every worker
+/// waits until it ends, not only the one that was told. Against a server that refuses the
+/// first request it receives (naming a second) and accepts the rest, two workers sharing four
+/// requests send nothing after that refusal until the second is up, where the plain client's
+/// other worker goes on at once.
+#[test]
+fn the_plain_client_that_pauses_all_sends_nothing_while_a_retry_after_it_was_told_holds() {
+    let sends = |client| {
+        sim::paused(async move {
+            let start = Instant::now();
+            let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let log = sent.clone();
+            let server = tower::service_fn(move |_: Request<Full<Bytes>>| {
+                let mut log = log.lock().unwrap();
+                log.push(Instant::now() - start);
+                let mut response = http::Response::new(Full::new(Bytes::new()));
+                if log.len() == 1 {
+                    *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+                    response
+                        .headers_mut()
+                        .insert("retry-after", http::HeaderValue::from_static("1"));
+                }
+                std::future::ready(Ok::<_, std::convert::Infallible>(response))
+            });
+            let args = Args {
+                workers: 2,
+                requests: 4,
+                ..Args::default()
+            };
+            let progress = indicatif::ProgressBar::hidden();
+            let layer = tower_retry_after::RateLimitLayer::new();
+            workload::run(&args, client, layer, server, "http://api.test/", &progress)
+                .await
+                .unwrap();
+            sent.lock().unwrap().clone()
+        })
+    };
+    let at_once = |sent: &[Duration]| sent.iter().filter(|at| at.is_zero()).count();
+    let plain = workload::CLIENTS[client("plain, sleeps each Retry-After")].1;
+    let pausing = workload::CLIENTS[client("plain, pauses all on Retry-After")].1;
+    let sent = sends(pausing);
+    assert_eq!(sent.len(), 5, "four served, one refused: {sent:?}");
+    assert_eq!(
+        at_once(&sent),
+        1,
+        "the refused one, then the pause: {sent:?}"
+    );
+    assert!(
+        sent[1..].iter().all(|at| *at >= Duration::from_secs(1)),
+        "{sent:?}"
+    );
+    let sent = sends(plain);
+    assert_eq!(
+        at_once(&sent),
+        4,
+        "the plain client pauses the refused worker alone: {sent:?}"
+    );
 }

@@ -36,14 +36,15 @@ pub enum Algorithm {
     /// `window / limit`, a request sooner than that after the last accepted one is refused.
     Leaky,
     /// Fixed windows opening at the first request, whose limit changes: `limit` for the first
-    /// [`PHASE`] windows, a quarter of it for the next [`PHASE`], then twice it.
+    /// [`PHASE`] windows (or as many as [`Limiter::phases`] says), a quarter of it for as many
+    /// more, then twice it.
     Changing,
     /// At most a quarter of `limit` (at least one) requests in flight at the server, whatever
     /// the rate: a request arriving while that many are being served is refused.
     InFlight,
 }
 
-/// How many windows each limit of [`Algorithm::Changing`] lasts.
+/// How many windows each limit of [`Algorithm::Changing`] lasts, unless told otherwise.
 pub const PHASE: u32 = 5;
 
 impl Algorithm {
@@ -183,6 +184,8 @@ pub struct Limiter {
     serving: u32,
     /// How long the server takes on average to serve a request it accepted.
     hold: Duration,
+    /// How many windows each limit of [`Algorithm::Changing`] lasts.
+    phase: u32,
     /// Every request: when it arrived (since `start`) and whether it was accepted.
     log: Vec<(Duration, bool)>,
 }
@@ -214,6 +217,7 @@ impl Limiter {
             next_slot: now,
             serving: 0,
             hold: Duration::ZERO,
+            phase: PHASE,
             log: Vec::new(),
         }
     }
@@ -222,6 +226,16 @@ impl Limiter {
     /// verdict to its [`finished`](Self::finished)): what bounds a cap on requests in flight.
     pub fn holding(self, hold: Duration) -> Self {
         Limiter { hold, ..self }
+    }
+
+    /// The same limiter, each limit of [`Algorithm::Changing`] lasting `windows` windows: a
+    /// drop the law must follow down and a rise it must find, as short or as long as asked.
+    pub fn phases(self, windows: u32) -> Self {
+        assert!(windows > 0);
+        Limiter {
+            phase: windows,
+            ..self
+        }
     }
 
     /// A request this limiter accepted has been served: it is no longer in flight. (Called
@@ -325,7 +339,8 @@ impl Limiter {
             self.limit,
             self.window,
             self.start,
-        );
+        )
+        .phases(self.phase);
         let mut now = self.start;
         for _ in 0..requests {
             while limiter.clone().answer(now).status() != StatusCode::OK {
@@ -339,7 +354,7 @@ impl Limiter {
     /// The limit of [`Algorithm::Changing`] for the window that opened at `start`.
     fn changing_limit(&self, start: Duration) -> u32 {
         let windows = ((start - self.start).as_nanos() / self.window.as_nanos()) as u32;
-        match windows / PHASE {
+        match windows / self.phase {
             0 => self.limit,
             1 => (self.limit / 4).max(1),
             _ => self.limit * 2,

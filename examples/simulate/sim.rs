@@ -53,7 +53,8 @@ impl Network {
             args: *args,
             limiter: Arc::new(Mutex::new(
                 Limiter::new(args.algorithm, headers, args.limit, args.window, wall_start)
-                    .holding(mean_hold(args)),
+                    .holding(mean_hold(args))
+                    .phases(args.phase),
             )),
             rng: Arc::new(Mutex::new(rng)),
             wall_start,

@@ -42,7 +42,7 @@ pub const METERED: [Headers; 2] = [Headers::Draft8, Headers::XRateLimitEpoch];
 
 /// The clients swept, as indices into `CLIENTS`, in the order a row holds their outcomes:
 /// the plain client, the defaults without learning, the defaults.
-const SWEPT: [usize; 3] = [0, 2, 3];
+const SWEPT: [usize; 3] = [0, 3, 4];
 const PLAIN: usize = 0;
 const UNLEARNED: usize = 1;
 const DEFAULTS: usize = 2;

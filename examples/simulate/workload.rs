@@ -8,8 +8,8 @@
 //! whole strategy; under the layer it is what happens after the layer gave a request back.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -22,7 +22,7 @@ use tokio::time::Instant;
 use tower::{BoxError, Service, ServiceBuilder, ServiceExt};
 use tower_retry_after::{RateLimit, RateLimitLayer, Throttled};
 
-use crate::limiter::{Algorithm, Headers, Limiter};
+use crate::limiter::{Algorithm, Headers, Limiter, PHASE};
 
 /// The limiter and the workload, from the command line.
 #[derive(Clone, Copy, Debug)]
@@ -32,6 +32,8 @@ pub struct Args {
     pub workers: usize,
     pub requests: usize,
     pub algorithm: Algorithm,
+    /// How many windows each limit of a changing limit lasts.
+    pub phase: u32,
     pub headers: Headers,
     /// The shortest and longest round trip of a request: the server holds each request half
     /// of a round trip drawn between them before its limiter decides, and half after. Without
@@ -44,7 +46,7 @@ pub struct Args {
 
 pub const FLAGS: &str = "--limit N --window SECONDS --workers N --requests N \
      --limiter first-request|aligned|token-bucket|sliding|sliding-counter|leaky|changing|in-flight \
-     (--aligned: aligned) \
+     (--aligned: aligned) --phase WINDOWS (of changing) \
      --headers draft-8|draft-6|x-ratelimit|x-ratelimit-epoch|retry-after|none \
      --round-trip MS-MS --matrix";
 
@@ -56,6 +58,7 @@ impl Default for Args {
             workers: 50,
             requests: 400,
             algorithm: Algorithm::FirstRequest,
+            phase: PHASE,
             headers: Headers::Draft8,
             round_trip: (Duration::from_millis(20), Duration::from_millis(80)),
             matrix: false,
@@ -87,6 +90,11 @@ impl Args {
             "--window" => self.window = Duration::from_secs(number()?),
             "--workers" => self.workers = number()? as usize,
             "--requests" => self.requests = number()? as usize,
+            "--phase" => {
+                let windows = number()?;
+                self.phase = u32::try_from(windows)
+                    .map_err(|_| format!("--phase {windows}: more than {} windows", u32::MAX))?;
+            }
             "--aligned" => self.algorithm = Algorithm::Aligned,
             "--matrix" => self.matrix = true,
             "--limiter" => {
@@ -133,11 +141,14 @@ impl Args {
     }
 
     pub fn describe(&self) -> String {
+        let mut limiter = self.algorithm.describe().to_owned();
+        if self.algorithm == Algorithm::Changing {
+            write!(limiter, ", each for {} windows", self.phase).expect("a String takes all");
+        }
         format!(
-            "limiter: {} requests per {:?}, {}; workload: {} requests from {} workers; round trips {:?} to {:?}",
+            "limiter: {} requests per {:?}, {limiter}; workload: {} requests from {} workers; round trips {:?} to {:?}",
             self.limit,
             self.window,
-            self.algorithm.describe(),
             self.requests,
             self.workers,
             self.round_trip.0,
@@ -151,6 +162,10 @@ impl Args {
 pub enum Client {
     /// Sleeps each 429's `Retry-After` (1 s without one) and sends again: what most code does.
     Plain,
+    /// The same, but a `Retry-After` pauses every worker until it ends, as DESIGN asks of the
+    /// layer ("a 429's `Retry-After` still closes the whole key"): what is left of the plain
+    /// client's lead once it honours the server's instruction as the layer must.
+    PlainPausing,
     /// Under `RateLimitLayer`, configured from its defaults by this function.
     Layer(fn(RateLimitLayer) -> RateLimitLayer),
 }
@@ -158,8 +173,9 @@ pub enum Client {
 /// The clients compared side by side, in this order. A variant of the layer (one behaviour
 /// switched off, say) is one more line here, between the first (the plain client) and the last
 /// (the layer's defaults): the demo shows those two unless asked for all.
-pub const CLIENTS: [(&str, Client); 4] = [
+pub const CLIENTS: [(&str, Client); 5] = [
     ("plain, sleeps each Retry-After", Client::Plain),
+    ("plain, pauses all on Retry-After", Client::PlainPausing),
     (
         "RateLimitLayer, slow_start(false)",
         Client::Layer(|layer| layer.slow_start(false)),
@@ -202,14 +218,24 @@ where
     B: Body<Data: Send, Error: Into<BoxError>> + Send + 'static,
 {
     match client {
-        Client::Plain => workers(args, service, url, progress).await,
+        Client::Plain => workers(args, service, url, progress, Pause::Own).await,
+        Client::PlainPausing => workers(args, service, url, progress, Pause::All).await,
         Client::Layer(configure) => {
             let service = ServiceBuilder::new()
                 .layer(configure(layer))
                 .service(service);
-            workers(args, service, url, progress).await
+            workers(args, service, url, progress, Pause::Own).await
         }
     }
+}
+
+/// Whom a `Retry-After` a worker is told pauses.
+#[derive(Clone, Copy, PartialEq)]
+enum Pause {
+    /// That worker alone.
+    Own,
+    /// Every worker, until the latest instruction any was told ends.
+    All,
 }
 
 async fn workers<S, B>(
@@ -217,6 +243,7 @@ async fn workers<S, B>(
     service: S,
     url: &str,
     progress: &ProgressBar,
+    pause: Pause,
 ) -> Result<Measured, BoxError>
 where
     S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone + Send + 'static,
@@ -226,17 +253,32 @@ where
 {
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
+    let paused_until = Arc::new(Mutex::new(started));
     let mut tasks = Vec::new();
     for _ in 0..args.workers {
         let (mut service, next, progress) = (service.clone(), next.clone(), progress.clone());
+        let paused_until = paused_until.clone();
         let url = url.to_owned();
         let requests = args.requests;
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             while next.fetch_add(1, Ordering::Relaxed) < requests {
                 let begun = Instant::now();
-                while let Some(wait) = send(&mut service, &url).await? {
-                    tokio::time::sleep(wait.unwrap_or(Duration::from_secs(1))).await;
+                loop {
+                    if pause == Pause::All {
+                        let until = *paused_until.lock().expect("never poisoned");
+                        tokio::time::sleep_until(until).await;
+                    }
+                    let Some(wait) = send(&mut service, &url).await? else {
+                        break;
+                    };
+                    match wait {
+                        Some(named) if pause == Pause::All => {
+                            let mut until = paused_until.lock().expect("never poisoned");
+                            *until = (*until).max(Instant::now() + named);
+                        }
+                        _ => tokio::time::sleep(wait.unwrap_or(Duration::from_secs(1))).await,
+                    }
                 }
                 latencies.push(begun.elapsed());
                 progress.inc(1);
