@@ -266,8 +266,14 @@ where
                 let begun = Instant::now();
                 loop {
                     if pause == Pause::All {
-                        let until = *paused_until.lock().expect("never poisoned");
-                        tokio::time::sleep_until(until).await;
+                        // A pause another worker extends meanwhile holds this one too.
+                        loop {
+                            let until = *paused_until.lock().expect("never poisoned");
+                            if until <= Instant::now() {
+                                break;
+                            }
+                            tokio::time::sleep_until(until).await;
+                        }
                     }
                     let Some(wait) = send(&mut service, &url).await? else {
                         break;
