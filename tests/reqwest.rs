@@ -331,30 +331,40 @@ async fn a_token_cost_declared_with_with_extension_holds_the_call_at_a_meter_tha
     );
 }
 
-/// A connect error sent nothing, so even a POST is retried; the attempts are counted by a
-/// middleware under the layer, since no server sees them.
+/// reqwest follows redirects below the middleware and tells a later hop's connect error under
+/// the URL first asked, so a connect error may come after the request ran (a POST answered
+/// 303): it is retried for an idempotent request only, a POST with an `Idempotency-Key`
+/// included. The attempts are counted by a middleware under the layer, since no server sees
+/// them.
 #[tokio::test(start_paused = true)]
-async fn a_connect_error_is_retried_on_any_method() {
+async fn a_connect_error_is_retried_for_an_idempotent_request_only() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap();
+    let url = format!("http://{closed}/capture");
     let attempts = Arc::new(AtomicUsize::new(0));
     let client = ClientBuilder::new(reqwest::Client::new())
         .with(RateLimitLayer::new().middleware())
         .with(Counting(attempts.clone()))
         .build();
-    let error = client
-        .post(format!("http://{closed}/capture"))
-        .body("{}")
-        .send()
-        .await
-        .unwrap_err();
-    assert!(
-        error.is_connect(),
-        "the chain's own error comes back: {error}"
-    );
-    assert_eq!(attempts.load(Ordering::SeqCst), 4, "one and three retries");
+    let requests = [
+        (client.post(&url).body("{}"), 1),
+        (
+            client.post(&url).header("idempotency-key", "k1").body("{}"),
+            4,
+        ),
+        (client.get(&url), 4),
+    ];
+    for (request, expected) in requests {
+        attempts.store(0, Ordering::SeqCst);
+        let error = request.send().await.unwrap_err();
+        assert!(
+            error.is_connect(),
+            "the chain's own error comes back: {error}"
+        );
+        assert_eq!(attempts.load(Ordering::SeqCst), expected, "{error}");
+    }
 }
 
 /// Each attempt starts from the caller's extensions, not from what an earlier attempt left in
@@ -589,4 +599,70 @@ async fn a_token_set_on_each_request_keys_its_calls() {
         "alice's calls are held: {held:?}"
     );
     assert_eq!(server.count("GET", "/b"), 1);
+}
+
+/// Post/Redirect/Get: the POST runs and answers 303; reqwest follows to a GET that a rate
+/// limiter refuses. The 429 is the GET's: the POST had run, and is not sent again.
+#[tokio::test(start_paused = true)]
+async fn a_post_answered_303_then_refused_at_the_redirect_is_not_posted_again() {
+    let server = TestServer::start(|method, path, nth| match (method.as_str(), path) {
+        ("POST", "/orders") => (303, vec![header("location", "/orders/1")]),
+        ("GET", "/orders/1") if nth == 0 => (429, vec![header("retry-after", 1)]),
+        _ => (200, vec![]),
+    })
+    .await;
+    let response = client(&RateLimitLayer::new())
+        .post(server.url("/orders"))
+        .body(r#"{"item":1}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        server.count("POST", "/orders"),
+        1,
+        "the POST ran and was answered 303; it was sent again for the redirect's 429"
+    );
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS, "returned");
+    assert_eq!(server.count("GET", "/orders/1"), 1);
+    let server = TestServer::start(|method, path, nth| match (method.as_str(), path) {
+        ("GET", "/orders") => (303, vec![header("location", "/orders/1")]),
+        ("GET", "/orders/1") if nth == 0 => (429, vec![header("retry-after", 1)]),
+        _ => (200, vec![]),
+    })
+    .await;
+    let response = client(&RateLimitLayer::new())
+        .get(server.url("/orders"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK, "a GET may run twice");
+    assert_eq!(server.count("GET", "/orders"), 2);
+}
+
+/// Post/Redirect/Get where the redirect's target cannot be connected to: the connect error is
+/// the GET's, and the POST, which had run, is not sent again.
+#[tokio::test(start_paused = true)]
+async fn a_post_answered_303_whose_redirect_cannot_connect_is_not_posted_again() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let server = TestServer::start(move |method, path, _| match (method.as_str(), path) {
+        ("POST", "/orders") => (
+            303,
+            vec![header("location", format!("http://{closed}/done"))],
+        ),
+        _ => (200, vec![]),
+    })
+    .await;
+    let _ = client(&RateLimitLayer::new())
+        .post(server.url("/orders"))
+        .body(r#"{"item":1}"#)
+        .send()
+        .await;
+    assert_eq!(
+        server.count("POST", "/orders"),
+        1,
+        "the POST ran and was answered 303; it was sent again for the redirect's connect error"
+    );
 }

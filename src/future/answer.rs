@@ -14,7 +14,7 @@ use crate::cost::CallCost;
 use crate::events;
 use crate::gate::call::{Call, Held, Pass, Retry, Said, after};
 use crate::key::Key;
-use crate::policy::{Action, Attempt, Outcome, Policy};
+use crate::policy::{Action, Attempt, Outcome, Policy, after_redirect, is_idempotent};
 use crate::telemetry;
 use crate::throttled::HeldBy;
 
@@ -117,9 +117,15 @@ where
         attempt: u32,
     ) -> (f64, Option<Decision>, Option<B>) {
         let settings = &self.config.settings;
-        let action =
+        // After a redirect the request had run, whatever the last hop said (or, where the
+        // client does not tell, may have): only a request that may run twice is sent again.
+        let ran = after_redirect(outcome) && !is_idempotent(self.request);
+        let action = if ran {
+            Action::Return
+        } else {
             self.policy
-                .classify(&Attempt::new(self.request, Outcome::of(outcome), attempt));
+                .classify(&Attempt::new(self.request, Outcome::of(outcome), attempt))
+        };
         if answer.refused {
             telemetry::refused(self.gate.as_ref().map(Call::key));
         }

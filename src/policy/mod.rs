@@ -8,7 +8,10 @@
 //! [`StatusPolicy`] is the default, with the table from the crate's design: 429 is rate
 //! limited on any method, 408/500/502/503/504 and mid-flight transport errors are retried only
 //! for idempotent requests, connect errors (nothing was sent) on any method. Overrides merge
-//! over that table.
+//! over that table. Whatever a policy says, an answer that came after the server ran the
+//! request sends a non-idempotent request no second time: a response reqwest got by following
+//! a redirect below the layer, or an error it cannot place before one (see
+//! the `reqwest` module, feature `reqwest`).
 //!
 //! Policies combine with [`PolicyExt::and`] and [`PolicyExt::or`]; a closure becomes one with
 //! [`classify_fn`], and a closure that copies a body type of your own joins the default table
@@ -49,6 +52,7 @@ mod classify_fn;
 mod clone_body_fn;
 mod idempotent;
 mod or;
+mod redirected;
 mod replay;
 mod status;
 mod transport;
@@ -63,6 +67,9 @@ pub use classify_fn::{ClassifyFn, classify_fn};
 pub use clone_body_fn::{CloneBodyFn, clone_body_fn};
 pub use idempotent::is_idempotent;
 pub use or::Or;
+#[cfg(feature = "reqwest")]
+pub(crate) use redirected::Redirected;
+pub(crate) use redirected::after_redirect;
 pub use replay::ReplayBody;
 pub use status::{Behaviour, StatusPolicy};
 pub use transport::is_connect_error;

@@ -10,9 +10,14 @@
 //!
 //! What a reqwest user gets:
 //!
-//! - The table of [`guide::retries`](crate::guide::retries), unchanged: 429 waited out and
-//!   retried on any method, 5xx retried only for idempotent requests, connect errors (nothing
-//!   was sent) on any method.
+//! - The table of [`guide::retries`](crate::guide::retries): 429 waited out and retried on
+//!   any method, 5xx retried only for idempotent requests. But reqwest follows redirects below
+//!   the middleware, so what comes back may be a redirect's answer, after the server ran the
+//!   request sent: a response for another URL than the one sent (Post/Redirect/Get's 303, then
+//!   a 429 of the GET) is returned, not retried, unless the request is idempotent; and since
+//!   reqwest tells a later hop's connect error under the first URL, a connect error is not
+//!   known to have sent nothing, and is retried only for an idempotent request (an
+//!   `Idempotency-Key` makes a POST one).
 //! - A request reqwest can clone (`reqwest::Request::try_clone`: a body in memory) is
 //!   retried; a streaming body is sent once.
 //! - [`RateLimitInfo`](crate::RateLimitInfo) and [`CallCost`](crate::CallCost) in the
@@ -94,7 +99,7 @@ use crate::config::Config;
 use crate::future::ResponseFuture;
 use crate::gate::Gates;
 use crate::layer::RateLimitLayer;
-use crate::policy::{Policy, StatusPolicy};
+use crate::policy::{Policy, Redirected, StatusPolicy};
 use crate::rate_limited::{RateLimited, RateLimitedExt};
 use crate::throttled::Throttled;
 
@@ -296,8 +301,17 @@ impl<'a> Service<http::Request<RequestBody>> for Downstream<'a> {
         let next = self.next.clone();
         Box::pin(async move {
             let (request, mut extensions) = convert::to_reqwest(request);
+            let sent = request.url().clone();
+            // reqwest follows redirects below the middleware: a response for another URL came
+            // after the server ran this request and answered it with a redirect. An error does
+            // not say: reqwest tells a later hop's under the URL first asked.
             let response = next.run(request, &mut extensions).await?;
-            Ok(convert::from_reqwest(response, extensions))
+            let redirected = *response.url() != sent;
+            let mut response = convert::from_reqwest(response, extensions);
+            if redirected {
+                response.extensions_mut().insert(Redirected);
+            }
+            Ok(response)
         })
     }
 }
