@@ -7,6 +7,7 @@
 
 use std::fmt;
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher, RandomState};
+use std::net::Ipv6Addr;
 use std::sync::{Arc, OnceLock};
 
 use http::Uri;
@@ -164,12 +165,22 @@ impl Key {
             2 + number.checked_ilog10().unwrap_or(0) as usize
         });
         let written_otherwise = port.len() != kept;
-        // Authorities compare without case; lowered once here, keys compare byte for byte.
+        // Authorities compare without case, and an IPv6 address however it is written
+        // (`[::1]` is `[0:0:0:0:0:0:0:1]`; reqwest writes one, `http::Uri` keeps the other):
+        // written once here as RFC 5952 does, keys compare byte for byte.
+        let canonical = host
+            .strip_prefix('[')
+            .and_then(|host| host.strip_suffix(']'))
+            .and_then(|address| address.parse::<Ipv6Addr>().ok())
+            .map(|address| format!("[{address}]"));
         let authority = if had_userinfo
             || written_otherwise
+            || canonical
+                .as_deref()
+                .is_some_and(|canonical| canonical != host)
             || host.bytes().any(|byte| byte.is_ascii_uppercase())
         {
-            let host = host.to_ascii_lowercase();
+            let host = canonical.unwrap_or_else(|| host.to_ascii_lowercase());
             match number {
                 Some(number) => format!("{host}:{number}").parse().ok()?,
                 None => host.parse().ok()?,

@@ -208,6 +208,24 @@ fn an_empty_port_or_a_port_with_leading_zeros_is_the_same_origin() {
     assert_eq!(key("http://[::1]:80/v1"), key("http://[::1]/v1"));
 }
 
+/// An IPv6 address written two ways (RFC 4291 §2.2) is one host: reqwest's `Url` writes it as
+/// RFC 5952 does and `http::Uri` as given, so a hyper stack and a reqwest client on one base
+/// URL would otherwise hold their calls at two gates.
+#[test]
+fn an_ipv6_address_written_two_ways_is_the_same_origin() {
+    let key = |origin: &str| Key::from_origin(origin).unwrap();
+    for (one, other) in [
+        ("http://[::1]:8080", "http://[0:0:0:0:0:0:0:1]:8080"),
+        ("http://[2001:db8::1]", "http://[2001:0DB8:0000::0001]"),
+        ("http://[::ffff:7f00:1]", "http://[::ffff:127.0.0.1]"),
+    ] {
+        assert_eq!(key(one), key(other), "{one} and {other}");
+        assert_eq!(key(one).to_string(), key(other).to_string());
+    }
+    assert_eq!(key("http://[0:0::1]:80").to_string(), "http://[::1]");
+    assert_ne!(key("http://[::1]"), key("http://[::2]"));
+}
+
 /// A 429 seen on `http://127.0.0.1:{port}` holds a call to `http://127.0.0.1:0{port}`: one
 /// server, one limit, one gate.
 #[tokio::test(start_paused = true)]
