@@ -194,6 +194,70 @@ async fn an_empty_boxed_body_replays() {
     assert_eq!(server.count("DELETE", "/items/7"), 2);
 }
 
+/// A body of trailers alone: no data, so its size hint is zero, but not empty.
+struct OnlyTrailers(Option<http::HeaderMap>);
+
+impl http_body::Body for OnlyTrailers {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
+        std::task::Poll::Ready(
+            self.0
+                .take()
+                .map(|trailers| Ok(http_body::Frame::trailers(trailers))),
+        )
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_none()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(0)
+    }
+}
+
+/// The request sent is the caller's: a boxed body with no data but trailers is not taken for
+/// an empty one (and replaced by one without them); it is sent once, as a boxed body that
+/// holds something is.
+#[tokio::test(start_paused = true)]
+async fn a_boxed_body_of_trailers_alone_is_sent_as_it_is() {
+    let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let inner = tower::service_fn({
+        let received = received.clone();
+        move |request: Request<BoxBody<Bytes, BoxError>>| {
+            let received = received.clone();
+            async move {
+                let body = request.into_body().collect().await?;
+                received.lock().unwrap().push(body.trailers().cloned());
+                let refused = http::Response::builder()
+                    .status(StatusCode::TOO_MANY_REQUESTS)
+                    .header("retry-after", "1");
+                Ok::<_, BoxError>(refused.body(Full::new(Bytes::new()))?)
+            }
+        }
+    });
+    let mut trailers = http::HeaderMap::new();
+    trailers.insert("x-checksum", "abc".parse().unwrap());
+    let body = OnlyTrailers(Some(trailers)).boxed();
+    let request = Request::put("http://api.test/upload").body(body).unwrap();
+    let service = ServiceBuilder::new()
+        .layer(RateLimitLayer::new())
+        .service(inner);
+    let response = service.oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    let received = received.lock().unwrap().clone();
+    assert_eq!(received.len(), 1, "sent once: {received:?}");
+    let trailers = received[0]
+        .as_ref()
+        .expect("the trailers reached the server");
+    assert_eq!(trailers["x-checksum"], "abc");
+}
+
 /// The layer under a timeout and a trace layer, the way the README stacks it, behaves the same.
 #[tokio::test(start_paused = true)]
 async fn under_timeout_and_trace_layers_the_counts_are_the_same() {

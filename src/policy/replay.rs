@@ -9,9 +9,10 @@ use http_body_util::{Either, Empty, Full};
 /// replays requests with.
 ///
 /// Bodies held in memory (`Full`, `Empty`, `String`, `Vec<u8>`, `Bytes`, `()`) copy themselves.
-/// Boxed bodies replay only when empty (nothing to lose); any other boxed or streaming body
-/// answers `None`, and its request is sent once and never retried. An `Either` of two replays
-/// as the side it holds does.
+/// Boxed bodies replay only when they say they ended (`is_end_stream`: no data and no
+/// trailers, nothing to lose); any other boxed or streaming body answers `None`, and its
+/// request is sent once and never retried. An `Either` of two replays as the side it holds
+/// does.
 ///
 /// A body type that implements none of this (axum's `Body`, a stream) does not compile under
 /// the default policy; the recipes, each named in that compile error too:
@@ -112,9 +113,10 @@ impl<L: ReplayBody, R: ReplayBody> ReplayBody for Either<L, R> {
     }
 }
 
-/// A body that says it holds nothing more.
+/// A body that says it holds nothing more: no data, and no trailers either (a size hint of
+/// zero counts data alone).
 fn is_empty(body: &impl Body) -> bool {
-    body.is_end_stream() || body.size_hint().exact() == Some(0)
+    body.is_end_stream()
 }
 
 #[cfg(feature = "hyper-util")]
@@ -170,7 +172,8 @@ mod tests {
         assert!(matches!(empty_stream.replay(), Some(Either::Right(_))));
     }
 
-    /// A body whose only sign of being empty is one of the two.
+    /// A body that says it ended, or only that it holds no data; a body holding no data may
+    /// still hold trailers, which `poll_frame` gives.
     struct Says {
         ended: bool,
         exact_zero: bool,
@@ -201,22 +204,21 @@ mod tests {
     }
 
     #[test]
-    fn a_boxed_body_is_empty_by_either_sign() {
-        for (ended, exact_zero) in [(true, false), (false, true)] {
-            let body = Says { ended, exact_zero }.boxed();
+    fn a_boxed_body_replays_only_once_it_says_it_ended() {
+        let ended = Says {
+            ended: true,
+            exact_zero: false,
+        };
+        assert!(ended.boxed().replay().is_some());
+        for exact_zero in [true, false] {
+            let body = Says {
+                ended: false,
+                exact_zero,
+            };
             assert!(
-                body.replay().is_some(),
-                "ended {ended}, exact zero {exact_zero}"
+                body.boxed_unsync().replay().is_none(),
+                "no data (exact zero {exact_zero}) is not nothing: trailers may follow"
             );
         }
-        let unknown = Says {
-            ended: false,
-            exact_zero: false,
-        }
-        .boxed_unsync();
-        assert!(
-            unknown.replay().is_none(),
-            "a body that may hold more is not replayed"
-        );
     }
 }
