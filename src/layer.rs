@@ -110,9 +110,17 @@ impl<P> RateLimitLayer<P> {
     /// Off, the layer only observes: it neither sleeps nor retries for a rate-limited response,
     /// nor records it in its gates (shared ones included), and hands it back with what it read
     /// attached.
+    ///
+    /// # Panics
+    ///
+    /// Off, where [`respect_remaining`](Self::respect_remaining),
+    /// [`slow_start`](Self::slow_start) or [`learn_limits`](Self::learn_limits) was turned on by
+    /// name, whatever the order: they hold calls at the key's gate, which an observing layer
+    /// holds none at, and would do nothing. The message says which to drop.
     pub fn retry_on_rate_limit(mut self, retry: bool) -> Self {
         self.config.settings.retry_on_rate_limit = retry;
-        self
+        self.config.switches.retry_on_rate_limit = Some(retry);
+        self.check_switches()
     }
 
     /// The longest instruction a call waits out (default 60 s; with [`max_wait`](Self::max_wait)
@@ -267,7 +275,8 @@ impl<P> RateLimitLayer<P> {
     ///
     /// Off, where [`slow_start`](Self::slow_start) or [`learn_limits`](Self::learn_limits)
     /// was turned on by name, whatever the order: they hold only calls that respect the quota,
-    /// and would do nothing. The message says which to drop.
+    /// and would do nothing. On, where [`retry_on_rate_limit`](Self::retry_on_rate_limit) was
+    /// turned off: an observing layer holds no call. The message says which to drop.
     pub fn respect_remaining(mut self, respect: bool) -> Self {
         self.config.settings.respect_remaining = respect;
         self.config.switches.respect_remaining = Some(respect);
@@ -309,7 +318,8 @@ impl<P> RateLimitLayer<P> {
     ///
     /// # Panics
     ///
-    /// On, where `respect_remaining(false)` was set, whatever the order: it would do nothing.
+    /// On, where `respect_remaining(false)` or `retry_on_rate_limit(false)` was set, whatever
+    /// the order: it would do nothing.
     ///
     /// ```
     /// use tower_retry_after::RateLimitLayer;
@@ -348,7 +358,8 @@ impl<P> RateLimitLayer<P> {
     ///
     /// # Panics
     ///
-    /// On, where `respect_remaining(false)` was set, whatever the order: it would do nothing.
+    /// On, where `respect_remaining(false)` or `retry_on_rate_limit(false)` was set, whatever
+    /// the order: it would do nothing.
     ///
     /// ```
     /// use tower_retry_after::RateLimitLayer;
@@ -570,6 +581,50 @@ mod tests {
         let _ = RateLimitLayer::new()
             .respect_remaining(true)
             .slow_start(true);
+    }
+
+    #[test]
+    fn a_switch_that_holds_calls_turned_on_where_the_layer_only_observes_is_refused() {
+        let refused = |build: fn() -> RateLimitLayer| {
+            let refused = std::panic::catch_unwind(build).expect_err("refused");
+            *refused.downcast::<String>().unwrap()
+        };
+        let respect_last = refused(|| {
+            RateLimitLayer::new()
+                .retry_on_rate_limit(false)
+                .respect_remaining(true)
+        });
+        let observe_last = refused(|| {
+            RateLimitLayer::new()
+                .slow_start(true)
+                .retry_on_rate_limit(false)
+        });
+        let learn = refused(|| {
+            RateLimitLayer::new()
+                .learn_limits(true)
+                .retry_on_rate_limit(false)
+        });
+        for (message, switch) in [
+            (respect_last, "respect_remaining"),
+            (observe_last, "slow_start"),
+            (learn, "learn_limits"),
+        ] {
+            assert!(
+                message.contains(&format!("drop {switch}(true)"))
+                    && message.contains("or retry_on_rate_limit(false)"),
+                "{message}"
+            );
+        }
+        // Off, or left at their defaults, they stand with it.
+        let layer = RateLimitLayer::new()
+            .respect_remaining(false)
+            .retry_on_rate_limit(false)
+            .slow_start(false);
+        assert!(!layer.config.settings.retry_on_rate_limit);
+        let _ = RateLimitLayer::new().retry_on_rate_limit(false);
+        let _ = RateLimitLayer::new()
+            .retry_on_rate_limit(true)
+            .respect_remaining(true);
     }
 
     #[test]

@@ -88,6 +88,7 @@ impl Settings {
 /// The switches that hold calls as the user set them (`None`: left at their default).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Switches {
+    pub(crate) retry_on_rate_limit: Option<bool>,
     pub(crate) respect_remaining: Option<bool>,
     pub(crate) slow_start: Option<bool>,
     pub(crate) learn_limits: Option<bool>,
@@ -95,20 +96,28 @@ pub(crate) struct Switches {
 
 impl Switches {
     /// Why the switches set cannot stand together, if they cannot: one that holds calls
-    /// turned on where `respect_remaining(false)` says nothing but a 429 holds them would do
-    /// nothing, silently.
+    /// turned on where `retry_on_rate_limit(false)` says the layer only observes, or where
+    /// `respect_remaining(false)` says nothing but a 429 holds them, would do nothing, silently.
     pub(crate) fn at_odds(self) -> Option<AtOdds> {
+        let turned_on = |switches: &[(&'static str, Option<bool>)]| {
+            switches
+                .iter()
+                .find_map(|&(switch, on)| (on == Some(true)).then_some(switch))
+        };
+        let holding = [
+            ("slow_start", self.slow_start),
+            ("learn_limits", self.learn_limits),
+        ];
+        if self.retry_on_rate_limit == Some(false) {
+            let gated = [("respect_remaining", self.respect_remaining)];
+            if let Some(switch) = turned_on(&gated).or_else(|| turned_on(&holding)) {
+                return Some(AtOdds::HeldWhileObserving { switch });
+            }
+        }
         if self.respect_remaining != Some(false) {
             return None;
         }
-        [
-            ("slow_start", self.slow_start),
-            ("learn_limits", self.learn_limits),
-        ]
-        .into_iter()
-        .find_map(|(switch, on)| {
-            (on == Some(true)).then_some(AtOdds::HeldWhereNothingHolds { switch })
-        })
+        turned_on(&holding).map(|switch| AtOdds::HeldWhereNothingHolds { switch })
     }
 }
 
@@ -158,6 +167,7 @@ pub(crate) enum AtOdds {
     CapOverHalfTheBudget { cap: Duration, max_wait: Duration },
     CapBeyondTheHorizon { cap: Duration, horizon: Duration },
     HeldWhereNothingHolds { switch: &'static str },
+    HeldWhileObserving { switch: &'static str },
 }
 
 impl fmt::Display for AtOdds {
@@ -182,6 +192,13 @@ impl fmt::Display for AtOdds {
                  says only a 429 holds this layer's calls: it would do nothing; drop \
                  {switch}(true) (it is the default where calls respect the quota) or \
                  respect_remaining(false)"
+            ),
+            AtOdds::HeldWhileObserving { switch } => write!(
+                f,
+                "{switch}(true) holds calls at the key's gate, and retry_on_rate_limit(false) \
+                 says this layer only observes, holding none: it would do nothing; drop \
+                 {switch}(true) (it is the default where the layer retries) or \
+                 retry_on_rate_limit(false)"
             ),
         }
     }

@@ -22,7 +22,8 @@
 //! What you set is never overridden. Of the cap, `max_wait` and the horizon, the ones left unset
 //! follow the ones set (`retry_after_cap(300 s)` alone makes `max_wait` 600 s; `max_wait(10 s)`
 //! alone makes the cap 5 s); ones set at odds (`retry_after_cap(100 s).max_wait(150 s)`, or
-//! `respect_remaining(false).slow_start(true)`: a switch that would do nothing) panic when the
+//! `respect_remaining(false).slow_start(true)` and `retry_on_rate_limit(false)
+//! .respect_remaining(true)`: a switch that would do nothing) panic when the
 //! layer is built, with a message naming the setting to change. `Duration::ZERO` and
 //! `Duration::MAX` mean what they say: a cap of zero waits no instruction, a `max_wait` of zero
 //! waits nothing, a cap of `Duration::MAX` waits every instruction (with the other two
