@@ -43,6 +43,18 @@ async fn a_forwarded_post_answered_502_is_sent_exactly_once() {
     assert_eq!(bodies(&server, "POST", "/orders"), [r#"{"item":1}"#]);
 }
 
+/// A request the app received over HTTP/2 (an app serving it) is forwarded over the
+/// upstream client's HTTP/1.1: the version is the hop's, not the request's.
+#[tokio::test(start_paused = true)]
+async fn a_request_received_over_http2_is_forwarded_over_http1() {
+    let server = TestServer::start(fails(503, 0, vec![])).await;
+    let mut received = request(Method::GET, "/items", Body::empty());
+    *received.version_mut() = http::Version::HTTP_2;
+    let response = through_the_proxy(&server, received).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(server.count("GET", "/items"), 1);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_forwarded_get_answered_503_is_retried() {
     let server = TestServer::start(fails(503, 1, vec![])).await;

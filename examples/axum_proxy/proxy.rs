@@ -24,7 +24,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::{Body, HttpBody};
 use axum::extract::{Path, State};
-use axum::http::{HeaderName, HeaderValue, Request, Response, StatusCode, header};
+use axum::http::{HeaderName, HeaderValue, Request, Response, StatusCode, Version, header};
 use axum::routing::any;
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
@@ -109,6 +109,9 @@ async fn forward(
         return answer(StatusCode::BAD_REQUEST, "no upstream URI for this path");
     };
     parts.uri = uri;
+    // The HTTP version is the hop's: a request the app took over HTTP/2 goes on over the
+    // upstream client's HTTP/1.1.
+    parts.version = Version::HTTP_11;
     // The upstream's `Host` is its own, taken from the URI.
     parts.headers.remove(header::HOST);
     for name in HOP_BY_HOP {
