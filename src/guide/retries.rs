@@ -39,6 +39,9 @@
 //!   timeout below `max_wait` ends a waiting call with `Elapsed` instead of the last response,
 //!   so set it above `max_wait` (or `max_wait` below it). Inside the layer a `Timeout` bounds
 //!   each attempt and none of the waits: a 2 s timeout there can make a call of many seconds.
+//! - **A `ConcurrencyLimit` goes inside the layer** (below it), where it bounds the requests
+//!   out: the layer gives its permit back for each wait. Outside, a call holds its permit
+//!   through every wait, so the calls of other keys queue behind a key's `Retry-After`.
 //! - **A waiting call holds no connection.** When a call begins to wait, the response it will
 //!   retry keeps only its head: its body is dropped, so a thousand waiting calls do not hold a
 //!   thousand sockets (over hyper-util, an unread body pins its connection).
