@@ -43,7 +43,8 @@
 //! - **What is retried** ([`StatusPolicy`](policy::StatusPolicy)): 429 on any method (a
 //!   limiter rejects before the application runs, so nothing can run twice); 408, 500, 502,
 //!   503, 504 and mid-flight transport errors only for idempotent requests; connect errors
-//!   (nothing sent) on any method. Overrides merge over that table.
+//!   (nothing sent) on any method (under reqwest, which may have followed a redirect first,
+//!   only for idempotent ones). Overrides merge over that table.
 //! - **A body that cannot be replayed is sent once**, never retried.
 //!
 //! With the `reqwest` feature, [`RateLimitLayer::middleware`] makes the same layer a

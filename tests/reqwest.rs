@@ -666,3 +666,69 @@ async fn a_post_answered_303_whose_redirect_cannot_connect_is_not_posted_again()
         "the POST ran and was answered 303; it was sent again for the redirect's connect error"
     );
 }
+
+/// A URL with a fragment: reqwest's `Response::url` is the URI sent, without the fragment.
+/// Nothing was redirected, and a POST's 429 is retried.
+#[tokio::test(start_paused = true)]
+async fn a_post_to_a_url_with_a_fragment_refused_429_is_retried() {
+    let server = TestServer::start(fails(429, 1, vec![header("retry-after", 1)])).await;
+    let response = client(&RateLimitLayer::new())
+        .post(server.url("/capture#section"))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        response.status(),
+        StatusCode::OK,
+        "the 429 was returned, not retried"
+    );
+    assert_eq!(server.count("POST", "/capture"), 2);
+}
+
+/// A middleware under the layer that answers itself (a mock, a cache, a circuit breaker)
+/// builds its `reqwest::Response` from an `http::Response`, whose URL reqwest sets to
+/// `http://no.url.provided.local`: that says nothing of a redirect, and a POST's 429 is
+/// retried.
+#[tokio::test(start_paused = true)]
+async fn a_post_refused_by_a_middleware_below_that_answers_itself_is_retried() {
+    struct Answers(Arc<AtomicUsize>);
+    #[async_trait::async_trait]
+    impl reqwest_middleware::Middleware for Answers {
+        async fn handle(
+            &self,
+            _request: reqwest::Request,
+            _extensions: &mut http::Extensions,
+            _next: reqwest_middleware::Next<'_>,
+        ) -> reqwest_middleware::Result<reqwest::Response> {
+            let status = if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
+                429
+            } else {
+                200
+            };
+            let response = http::Response::builder()
+                .status(status)
+                .header("retry-after", "1")
+                .body(Vec::<u8>::new())
+                .unwrap();
+            Ok(reqwest::Response::from(response))
+        }
+    }
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(RateLimitLayer::new().middleware())
+        .with(Answers(attempts.clone()))
+        .build();
+    let response = client
+        .post("http://api.example/capture")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        response.status(),
+        StatusCode::OK,
+        "the 429 was returned, not retried"
+    );
+    assert_eq!(attempts.load(Ordering::SeqCst), 2);
+}

@@ -5,7 +5,7 @@
 //! | 429 | waited out and retried, on **any** method | a rate limiter rejects before the application runs: nothing executed |
 //! | 408, 500, 502, 503, 504 | retried only if the request is idempotent (GET, HEAD, OPTIONS, TRACE, PUT, DELETE, or an `Idempotency-Key`) | the server may have acted on it |
 //! | 501, 505, 511, other 5xx, other 4xx, 2xx, 3xx | returned | |
-//! | transport error while connecting | retried on any method | nothing was sent |
+//! | transport error while connecting | retried on any method (under reqwest, which may have followed a redirect first, only if idempotent) | nothing was sent |
 //! | other transport error | retried only if idempotent | it may have run |
 //! | `x-should-retry: true` / `false` | the server's verdict overrides the table | |
 //!

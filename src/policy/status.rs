@@ -33,7 +33,7 @@ pub enum Behaviour {
 /// | 408, 500, 502, 503, 504 | retried only if the request is idempotent |
 /// | 501, 505, 511, other 5xx | returned |
 /// | other 4xx, 2xx, 3xx | returned |
-/// | transport error while connecting (nothing sent) | retried on any method |
+/// | transport error while connecting (nothing sent) | retried on any method (under reqwest, which may have followed a redirect first, only if idempotent) |
 /// | other transport error (timeout, reset mid-flight) | retried only if idempotent |
 ///
 /// Idempotent: see [`is_idempotent`]. `x-should-retry: false` (or `Stripe-Should-Retry`) on a

@@ -13,11 +13,15 @@
 //! - The table of [`guide::retries`](crate::guide::retries): 429 waited out and retried on
 //!   any method, 5xx retried only for idempotent requests. But reqwest follows redirects below
 //!   the middleware, so what comes back may be a redirect's answer, after the server ran the
-//!   request sent: a response for another URL than the one sent (Post/Redirect/Get's 303, then
-//!   a 429 of the GET) is returned, not retried, unless the request is idempotent; and since
-//!   reqwest tells a later hop's connect error under the first URL, a connect error is not
-//!   known to have sent nothing, and is retried only for an idempotent request (an
-//!   `Idempotency-Key` makes a POST one).
+//!   request sent. A response for another resource than the one sent (Post/Redirect/Get's
+//!   303 to `/orders/1`, then a 429 of the GET) is returned, not retried, unless the request
+//!   is idempotent. reqwest keeps no record of its hops, so a redirect back to the URL sent
+//!   (`POST /form` answered `303 Location: /form`) cannot be told from the request's own
+//!   answer: a client that sends non-idempotent requests to a server that answers them with
+//!   redirects should follow none (`reqwest::redirect::Policy::none()`). And since reqwest
+//!   tells a later hop's connect error under the first URL, a connect error is not known to
+//!   have sent nothing: it is retried only for an idempotent request (an `Idempotency-Key`
+//!   makes a POST one).
 //! - A request reqwest can clone (`reqwest::Request::try_clone`: a body in memory) is
 //!   retried; a streaming body is sent once.
 //! - [`RateLimitInfo`](crate::RateLimitInfo) and [`CallCost`](crate::CallCost) in the
@@ -302,11 +306,11 @@ impl<'a> Service<http::Request<RequestBody>> for Downstream<'a> {
         Box::pin(async move {
             let (request, mut extensions) = convert::to_reqwest(request);
             let sent = request.url().clone();
-            // reqwest follows redirects below the middleware: a response for another URL came
-            // after the server ran this request and answered it with a redirect. An error does
-            // not say: reqwest tells a later hop's under the URL first asked.
+            // reqwest follows redirects below the middleware: a response for another resource
+            // came after the server ran this request and answered it with a redirect. An error
+            // does not say: reqwest tells a later hop's under the URL first asked.
             let response = next.run(request, &mut extensions).await?;
-            let redirected = *response.url() != sent;
+            let redirected = another_resource(&sent, response.url());
             let mut response = convert::from_reqwest(response, extensions);
             if redirected {
                 response.extensions_mut().insert(Redirected);
@@ -314,6 +318,22 @@ impl<'a> Service<http::Request<RequestBody>> for Downstream<'a> {
             Ok(response)
         })
     }
+}
+
+/// What reqwest gives as the URL of a response a middleware built without one.
+const NO_URL: &str = "http://no.url.provided.local/";
+
+/// Whether `answered`, a response's URL, names another resource than `sent`: a redirect's. A
+/// fragment is no part of what is asked (reqwest's response URL has none), and a response a
+/// middleware built without a URL says nothing of where it came from.
+fn another_resource(sent: &reqwest::Url, answered: &reqwest::Url) -> bool {
+    answered.as_str() != NO_URL && resource(sent) != resource(answered)
+}
+
+/// What of `url` names the resource asked for: all but its userinfo and fragment.
+fn resource(url: &reqwest::Url) -> (&str, Option<&str>, Option<u16>, &str, Option<&str>) {
+    let (scheme, host, port) = (url.scheme(), url.host_str(), url.port_or_known_default());
+    (scheme, host, port, url.path(), url.query())
 }
 
 #[cfg(test)]
