@@ -547,12 +547,14 @@ mod tests {
         }
     }
 
+    /// The message a layer built by `build` is refused with.
+    fn refused(build: fn() -> RateLimitLayer) -> String {
+        let refused = std::panic::catch_unwind(build).expect_err("refused");
+        *refused.downcast::<String>().unwrap()
+    }
+
     #[test]
     fn a_switch_turned_on_where_respect_remaining_is_off_is_refused_in_either_order() {
-        let refused = |build: fn() -> RateLimitLayer| {
-            let refused = std::panic::catch_unwind(build).expect_err("refused");
-            *refused.downcast::<String>().unwrap()
-        };
         let slow_start_last = refused(|| {
             RateLimitLayer::new()
                 .respect_remaining(false)
@@ -585,10 +587,6 @@ mod tests {
 
     #[test]
     fn a_switch_that_holds_calls_turned_on_where_the_layer_only_observes_is_refused() {
-        let refused = |build: fn() -> RateLimitLayer| {
-            let refused = std::panic::catch_unwind(build).expect_err("refused");
-            *refused.downcast::<String>().unwrap()
-        };
         let respect_last = refused(|| {
             RateLimitLayer::new()
                 .retry_on_rate_limit(false)

@@ -601,16 +601,23 @@ async fn a_token_set_on_each_request_keys_its_calls() {
     assert_eq!(server.count("GET", "/b"), 1);
 }
 
-/// Post/Redirect/Get: the POST runs and answers 303; reqwest follows to a GET that a rate
-/// limiter refuses. The 429 is the GET's: the POST had run, and is not sent again.
-#[tokio::test(start_paused = true)]
-async fn a_post_answered_303_then_refused_at_the_redirect_is_not_posted_again() {
-    let server = TestServer::start(|method, path, nth| match (method.as_str(), path) {
-        ("POST", "/orders") => (303, vec![header("location", "/orders/1")]),
+/// A server that answers `/orders`, whatever the method, with a 303 to `/orders/1`, whose
+/// first GET a rate limiter refuses.
+async fn redirecting_to_a_refusal() -> TestServer {
+    TestServer::start(|method, path, nth| match (method.as_str(), path) {
+        (_, "/orders") => (303, vec![header("location", "/orders/1")]),
         ("GET", "/orders/1") if nth == 0 => (429, vec![header("retry-after", 1)]),
         _ => (200, vec![]),
     })
-    .await;
+    .await
+}
+
+/// Post/Redirect/Get: the POST runs and answers 303; reqwest follows to a GET that a rate
+/// limiter refuses. The 429 is the GET's: the POST had run, and is not sent again. A GET
+/// redirected so may run twice, and is.
+#[tokio::test(start_paused = true)]
+async fn a_post_answered_303_then_refused_at_the_redirect_is_not_posted_again() {
+    let server = redirecting_to_a_refusal().await;
     let response = client(&RateLimitLayer::new())
         .post(server.url("/orders"))
         .body(r#"{"item":1}"#)
@@ -624,12 +631,7 @@ async fn a_post_answered_303_then_refused_at_the_redirect_is_not_posted_again() 
     );
     assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS, "returned");
     assert_eq!(server.count("GET", "/orders/1"), 1);
-    let server = TestServer::start(|method, path, nth| match (method.as_str(), path) {
-        ("GET", "/orders") => (303, vec![header("location", "/orders/1")]),
-        ("GET", "/orders/1") if nth == 0 => (429, vec![header("retry-after", 1)]),
-        _ => (200, vec![]),
-    })
-    .await;
+    let server = redirecting_to_a_refusal().await;
     let response = client(&RateLimitLayer::new())
         .get(server.url("/orders"))
         .send()
